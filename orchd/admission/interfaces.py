@@ -1,0 +1,47 @@
+# -*- test-case-name: tests.admission.test_chain -*-
+"""
+Admission: plugins that may change (mutating) or refuse (validating) a write.
+
+They run inside the generic store: mutating plugins before the kind's
+strategy validates, validating plugins after it, both before storage.
+"""
+
+from zope.interface import Interface
+
+CREATE = "CREATE"
+UPDATE = "UPDATE"
+DELETE = "DELETE"
+
+
+class AdmissionAttributes:
+    """
+    The write under review.
+
+    @ivar obj: the new object (None for DELETE); mutating plugins may edit it.
+    @ivar old: the stored object (None for CREATE).
+    """
+
+    __slots__ = ("operation", "info", "namespace", "name", "subresource", "obj", "old",
+                 "user", "dry_run")
+
+    def __init__(self, operation, info, namespace, name, obj, old, user, subresource="",
+                 dry_run=False):
+        self.operation = operation
+        self.info = info
+        self.namespace = namespace
+        self.name = name
+        self.obj = obj
+        self.old = old
+        self.user = user
+        self.subresource = subresource
+        self.dry_run = dry_run
+
+
+class IAdmissionPlugin(Interface):
+    """One admission plugin. Either method may be a no-op."""
+
+    def admit(attributes):
+        """Mutate C{attributes.obj}; may be awaitable; raise StatusError to refuse."""
+
+    def validate(attributes):
+        """Refuse with a StatusError; must not mutate; may be awaitable."""

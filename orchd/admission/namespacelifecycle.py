@@ -1,0 +1,47 @@
+# -*- test-case-name: tests.admission.test_namespacelifecycle -*-
+"""
+Namespaced objects need a namespace that exists and is not terminating.
+
+The system namespaces can never be deleted, since the control plane
+itself keeps objects in them.
+"""
+
+from zope.interface import implementer
+
+from orchd.admission.interfaces import CREATE, DELETE, IAdmissionPlugin
+from orchd.api.errors import StatusError
+
+SYSTEM_NAMESPACES = ("default", "orch-system", "orch-public", "orch-node-lease")
+
+
+@implementer(IAdmissionPlugin)
+class NamespaceLifecycle:
+    """
+    @param get_namespace: async callable C{name -> namespace dict or None}.
+    """
+
+    def __init__(self, get_namespace, immortal=SYSTEM_NAMESPACES):
+        self._get_namespace = get_namespace
+        self._immortal = frozenset(immortal)
+
+    def admit(self, attributes):
+        pass
+
+    async def validate(self, attributes):
+        info = attributes.info
+        if info.resource == "namespaces" and info.group == "":
+            if attributes.operation == DELETE and attributes.name in self._immortal:
+                raise StatusError.forbidden(
+                    "namespaces", "", attributes.name, "this namespace may not be deleted")
+            return
+        if attributes.operation != CREATE or not info.namespaced or not info.stored:
+            return
+        namespace = await self._get_namespace(attributes.namespace)
+        if namespace is None:
+            raise StatusError.not_found("namespaces", "", attributes.namespace)
+        if namespace.get("status", {}).get("phase") == "Terminating" or \
+                namespace["metadata"].get("deletionTimestamp"):
+            raise StatusError.forbidden(
+                info.resource, info.group, attributes.name,
+                f"unable to create new content in namespace {attributes.namespace} "
+                "because it is being terminated")

@@ -1,0 +1,475 @@
+# -*- test-case-name: tests.app.test_config -*-
+"""
+The one place start-up settings are read: flags over C{--config} YAML over defaults.
+
+L{Config} is frozen and holds every setting already checked and converted
+(ports are ints, durations float seconds, lists tuples, feature gates a
+L{FeatureGates}), so the rest of orchd never sees raw flag text and never
+re-validates. Each field's metadata names its flag, its parser and its help
+text; C{orchd.app.tap.Options} and C{conf/orchd.yaml} are built from, or
+tested against, that one table.
+
+A bad value raises L{ConfigError} with a one-line message naming where the
+value came from; C{Options.parseOptions} prints it and exits.
+"""
+
+import ipaddress
+import os
+import re
+import socket
+from urllib.parse import urlsplit
+
+import attr
+import yaml
+
+from orchd.api.features import FeatureGates, describe_gates
+from orchd.api.versions import resource_config
+
+#: Authorization modes, by their flag names; which are implemented is the caller's affair.
+AUTHORIZATION_MODES = ("Node", "RBAC", "ABAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
+#: AlwaysAllow until the Node and RBAC authorizers exist; CONTRACT.md's target
+#: default is "Node,RBAC" (change conf/orchd.yaml with it).
+DEFAULT_AUTHORIZATION_MODE = "AlwaysAllow"
+STORAGE_BACKENDS = ("leveldb", "etcd")
+
+_META = "orchd"
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; the message is one line, fit to show the user."""
+
+
+class _Setting:
+    """Field metadata: the flag's name, the parser of raw values, help and shown default."""
+
+    def __init__(self, parse, default_text, help_text):
+        self.parse = parse
+        self.default_text = default_text
+        self.help = help_text
+        self.flag = None          # filled in from the attribute name
+        self.attribute = None
+
+
+def _setting(parse, default_text, help_text, default=attr.NOTHING):
+    """
+    An attrs field whose default is C{parse(default_text)}, or C{default} if given.
+
+    Parsing the default text keeps the documented default and the real one
+    from drifting apart.
+    """
+    if default is attr.NOTHING:
+        default = None if default_text is None else parse(default_text)
+    return attr.ib(default=default, metadata={_META: _Setting(parse, default_text, help_text)})
+
+
+# Parsers. Each takes a flag's text or a YAML value and returns the stored
+# value, or raises ValueError with a message that does not repeat the name.
+
+_TRUE = frozenset({"true", "1"})
+_FALSE = frozenset({"false", "0"})
+
+
+def parse_bool(value):
+    """C{true}/C{false}/C{1}/C{0} in any case, or a YAML boolean."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    raise ValueError(f"{value!r} is not a boolean (true, false, 1 or 0)")
+
+
+def _text(value):
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"{value!r} is not a string")
+    return str(value).strip()
+
+
+def _string(value):
+    text = _text(value)
+    if not text:
+        raise ValueError("must not be empty")
+    return text
+
+
+def _int(value, low, high):
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not an integer")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = _text(value)
+        if not re.fullmatch(r"[+-]?\d+", text):
+            raise ValueError(f"{text!r} is not an integer")
+        number = int(text)
+    if number < low or (high is not None and number > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ValueError(f"{number} is out of range, must be {bound}")
+    return number
+
+
+def _port(value):
+    return _int(value, 0, 65535)
+
+
+def _non_negative(value):
+    return _int(value, 0, None)
+
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3,
+                   "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)([^\d.]*)")
+
+
+def parse_duration(value):
+    """
+    Read a Go duration (C{300ms}, C{1h2m3s}, C{-1.5s}, C{0}) as float seconds.
+
+    @raise ValueError: with Go's wording (C{time: invalid duration "x"}).
+    """
+    text = _text(value)
+    body = text
+    sign = 1.0
+    if body[:1] in ("+", "-"):
+        sign = -1.0 if body[0] == "-" else 1.0
+        body = body[1:]
+    if body == "0":
+        return 0.0
+    if not body:
+        raise ValueError(f'time: invalid duration "{text}"')
+    total, position = 0.0, 0
+    while position < len(body):
+        match = _DURATION_PART.match(body, position)
+        if match is None:
+            raise ValueError(f'time: invalid duration "{text}"')
+        if not match.group(2):
+            raise ValueError(f'time: missing unit in duration "{text}"')
+        if match.group(2) not in _DURATION_UNITS:
+            raise ValueError(f'time: unknown unit "{match.group(2)}" in duration "{text}"')
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    return sign * total
+
+
+def _interval(value):
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"{_text(value)} is negative")
+    return seconds
+
+
+def _ip_address(value):
+    text = _text(value)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IP address") from None
+
+
+#: Upstream's limit: at most 20 host bits, about a million addresses.
+_MAX_SERVICE_HOST_BITS = 20
+
+
+def _cidr(value):
+    text = _text(value)
+    try:
+        network = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IPv4 or IPv6 CIDR") from None
+    if "/" not in text:
+        raise ValueError(f"{text!r} is not a CIDR (missing /prefix)")
+    host_bits = network.max_prefixlen - network.prefixlen
+    if host_bits > _MAX_SERVICE_HOST_BITS:
+        bits = network.max_prefixlen
+        raise ValueError(f"{text} is too large; for {bits}-bit addresses, the mask "
+                         f"must be >= {bits - _MAX_SERVICE_HOST_BITS}")
+    return network
+
+
+def _items(value):
+    """A comma list from a flag, or a YAML list."""
+    if isinstance(value, (list, tuple)):
+        parts = [_text(item) for item in value]
+    else:
+        parts = _text(value).split(",")
+    return tuple(part.strip() for part in parts if part.strip())
+
+
+def _storage_backend(value):
+    text = _text(value)
+    if text not in STORAGE_BACKENDS:
+        raise ValueError(f"{text!r} is not one of {', '.join(STORAGE_BACKENDS)}")
+    return text
+
+
+def _etcd_servers(value):
+    servers = _items(value)
+    for server in servers:
+        parts = urlsplit(server)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{server!r} is not an http:// or https:// URL")
+    return servers
+
+
+def _authorization_modes(value):
+    modes = _items(value)
+    if not modes:
+        raise ValueError("at least one authorization mode must be given")
+    for mode in modes:
+        if mode not in AUTHORIZATION_MODES:
+            raise ValueError(f"authorization mode {mode!r} is not a valid mode "
+                             f"(valid: {', '.join(AUTHORIZATION_MODES)})")
+        if modes.count(mode) > 1:
+            raise ValueError(f"authorization mode {mode!r} is specified more than once")
+    return modes
+
+
+_CONTROLLER_NAME = re.compile(r"-?[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def _controllers(value):
+    names = _items(value)
+    for name in names:
+        if name != "*" and not _CONTROLLER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not '*', a controller name or -<name>")
+    return names
+
+
+def _key_values(value):
+    """A YAML mapping as C{k=v,...} text, so it goes through the flag's parser."""
+    if isinstance(value, dict):
+        return ",".join(f"{key}={str(item).lower() if isinstance(item, bool) else item}"
+                        for key, item in value.items())
+    return _text(value)
+
+
+def _runtime_config(value):
+    text = _key_values(value)
+    resource_config(text)      # raises ValueError for unknown names and bad values
+    return text
+
+
+def _feature_gates(value):
+    if isinstance(value, FeatureGates):
+        return value
+    if isinstance(value, dict):
+        return FeatureGates.from_mapping(value)
+    return FeatureGates.parse(_text(value))
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+
+
+def _node_name(value):
+    name = _text(value).lower()
+    if not name or len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
+        raise ValueError(f"{name!r} is not a valid node name (an RFC 1123 subdomain)")
+    return name
+
+
+def _root_dir_default(config):
+    return os.path.join(config.data_dir, "orchlet")
+
+
+@attr.s(frozen=True, slots=True, kw_only=True)
+class Config:
+    """
+    Every start-up setting of orchd, checked and converted.
+
+    Construct directly in tests (C{Config(data_dir=..., secure_port=0)}); the
+    cross-field rules are checked either way. L{load} is the way from flags.
+    """
+
+    data_dir = _setting(_string, "./orchd-data", "State directory: store, PKI, orchconfig.")
+    bind_address = _setting(_ip_address, "127.0.0.1", "IP address of every listener.")
+    secure_port = _setting(_port, "6443", "API server TLS port; 0 picks a free one.")
+    orchlet_port = _setting(_port, "10250", "Node agent TLS port; 0 picks a free one.")
+    storage_backend = _setting(_storage_backend, "leveldb", "Storage backend: leveldb or etcd.")
+    etcd_servers = _setting(_etcd_servers, None,
+                            "Comma-separated etcd client URLs, with --storage-backend=etcd.",
+                            default=())
+    etcd_prefix = _setting(_string, "/registry", "Key prefix of every object in the store.")
+    service_cluster_ip_range = _setting(_cidr, "10.96.0.0/12",
+                                        "CIDR of Service cluster IPs (IPv4 or IPv6).")
+    no_orchlet = _setting(parse_bool, "false", "Run no node agent in this process.")
+    orchlet_only = _setting(parse_bool, "false", "Run only a node agent, registering with "
+                            "the API server in --orchconfig.")
+    authorization_mode = _setting(_authorization_modes, DEFAULT_AUTHORIZATION_MODE,
+                                  "Ordered comma list of: " + ", ".join(AUTHORIZATION_MODES) + ".")
+    enable_bootstrap_token_auth = _setting(parse_bool, "false",
+                                           "Accept bootstrap tokens as bearer tokens.")
+    client_ca_file = _setting(_string, None, "CA bundle for client certificates, instead of "
+                              "the generated CA (its key, if any, next to it as .key).")
+    anonymous_auth = _setting(parse_bool, "true", "Treat unauthenticated requests as "
+                              "system:anonymous instead of rejecting them.")
+    authentication_token_webhook = _setting(parse_bool, "false", "Check unknown bearer tokens "
+                                            "with a TokenReview webhook.")
+    orchconfig = _setting(_string, None, "Client configuration naming the API server "
+                          "(for --orchlet-only).")
+    service_account_key_file = _setting(_string, None, "PEM public key(s) that also verify "
+                                        "service-account tokens (the signing key always does).")
+    service_account_private_key_file = _setting(_string, None, "PEM private key that signs "
+                                                "service-account tokens, instead of the "
+                                                "generated one.")
+    tls_cert_file = _setting(_string, None, "Serving certificate (PEM, chain allowed), instead of "
+                             "the generated one.")
+    tls_private_key_file = _setting(_string, None, "Private key of --tls-cert-file.")
+    runtime_config = _setting(_runtime_config, "", "Comma list of <key>[=true|false] enabling or "
+                              "disabling APIs: api/all, api/ga, api/beta, api/alpha, "
+                              "<group>/<version>, <group>/<version>/<resource>.")
+    feature_gates = _setting(_feature_gates, "", "Comma list of Name=true|false: "
+                             + describe_gates() + ".")
+    controllers = _setting(_controllers, "*", "Controllers to run: '*' is the default set, "
+                           "'name' adds one, '-name' removes one.")
+    livez_grace_period = _setting(_interval, "0s", "Time after start during which /livez "
+                                  "does not fail.")
+    shutdown_delay_duration = _setting(_interval, "0s", "Time to keep serving after a shutdown "
+                                       "signal, with /readyz failing.")
+    root_dir = _setting(_string, "<data-dir>/orchlet", "Node agent root directory.",
+                        default=attr.Factory(_root_dir_default, takes_self=True))
+    hostname_override = _setting(_node_name, None, "Node name instead of the host name.")
+    node_monitor_grace_period = _setting(_interval, "40s", "Time without heartbeat before a "
+                                         "node is marked unhealthy.")
+    pod_eviction_timeout = _setting(_interval, "5m0s", "Grace period for deleting pods "
+                                    "on failed nodes.")
+    orchlet_client_certificate = _setting(_string, None, "Client certificate the API server "
+                                          "presents to node agents.")
+    orchlet_client_key = _setting(_string, None, "Key of --orchlet-client-certificate.")
+    max_requests_inflight = _setting(_non_negative, "400", "Most non-mutating requests "
+                                     "served at once; 0 is no limit.")
+    max_mutating_requests_inflight = _setting(_non_negative, "200", "Most mutating requests "
+                                              "served at once; 0 is no limit.")
+    min_request_timeout = _setting(_non_negative, "1800", "Shortest timeout, in seconds, "
+                                   "of long-running requests such as watches.")
+    config = _setting(_string, None, "YAML file with these settings (keys as the flags, "
+                      "without --); flags win.")
+
+    def __attrs_post_init__(self):
+        _check_combinations(self)
+
+    @property
+    def node_name(self):
+        """The node agent's Node name: C{--hostname-override}, else the host name, lowered."""
+        return self.hostname_override or socket.gethostname().strip().lower()
+
+    @classmethod
+    def load(cls, options):
+        """
+        Build from parsed C{usage.Options} (a dict of flag name to text or None).
+
+        @raise ConfigError: for any invalid value or combination.
+        """
+        return load_config(dict(options), options.get("config"))
+
+
+def _fields():
+    for field in attr.fields(Config):
+        setting = field.metadata[_META]
+        setting.attribute = field.name
+        setting.flag = field.name.replace("_", "-")
+        yield setting
+
+
+#: Every setting, in declaration order.
+SETTINGS = tuple(_fields())
+SETTINGS_BY_FLAG = {setting.flag: setting for setting in SETTINGS}
+#: Settings written C{--flag} alone for true, or C{--flag=false}.
+BOOLEAN_FLAGS = frozenset(setting.flag for setting in SETTINGS if setting.parse is parse_bool)
+
+_PAIRS = (
+    ("tls_cert_file", "tls_private_key_file"),
+    ("orchlet_client_certificate", "orchlet_client_key"),
+)
+_INPUT_FILES = ("client_ca_file", "service_account_key_file", "service_account_private_key_file",
+                "tls_cert_file", "tls_private_key_file", "orchlet_client_certificate",
+                "orchlet_client_key")
+
+
+def _flag(attribute):
+    return "--" + attribute.replace("_", "-")
+
+
+def _check_combinations(config):
+    """Rules between settings; C{ConfigError} names the flags involved."""
+    if config.no_orchlet and config.orchlet_only:
+        raise ConfigError("--no-orchlet and --orchlet-only exclude each other")
+    if config.storage_backend == "etcd" and not config.etcd_servers:
+        raise ConfigError("--storage-backend=etcd needs --etcd-servers")
+    for first, second in _PAIRS:
+        if (getattr(config, first) is None) != (getattr(config, second) is None):
+            raise ConfigError(f"{_flag(first)} and {_flag(second)} must be given together")
+    for attribute in _INPUT_FILES:
+        path = getattr(config, attribute)
+        if path is not None and not os.path.isfile(path):
+            raise ConfigError(f"{_flag(attribute)}: no such file: {path}")
+
+
+def _yaml_problem(error):
+    """A YAML error as one line: where, then what."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    problem = " ".join(problem.split())
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return problem
+
+
+def read_config_file(path):
+    """
+    The settings of a YAML file as C{{flag name: raw value}}, nulls dropped.
+
+    @raise ConfigError: if the file cannot be read, is not YAML, is not a
+        mapping or names an unknown setting.
+    """
+    try:
+        with open(path, encoding="utf-8") as stream:
+            document = yaml.safe_load(stream)
+    except OSError as error:
+        raise ConfigError(f"--config: cannot read {path}: {error.strerror}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"--config: invalid YAML in {path}: {_yaml_problem(error)}") from None
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"--config: {path} must hold a mapping of settings")
+    values = {}
+    for key, value in document.items():
+        if key not in SETTINGS_BY_FLAG or key == "config":
+            raise ConfigError(f"--config: unknown setting {key!r} in {path}")
+        if value is not None:
+            values[key] = value
+    return values
+
+
+def load_config(flags, yaml_path=None):
+    """
+    Build a L{Config}: C{flags} over the file at C{yaml_path} over the defaults.
+
+    @param flags: C{{flag name: text}}; C{None} means "not given", and keys
+        that are not settings are ignored (C{usage.Options} carries a few).
+    @param yaml_path: a C{--config} file, or C{None}.
+    @raise ConfigError: naming the flag or file entry of the first bad value.
+    """
+    from_file = read_config_file(yaml_path) if yaml_path else {}
+    values = {}
+    for setting in SETTINGS:
+        if flags.get(setting.flag) is not None:
+            raw, where = flags[setting.flag], f"--{setting.flag}"
+        elif setting.flag in from_file:
+            raw, where = from_file[setting.flag], f"{setting.flag} in {yaml_path}"
+        else:
+            continue
+        try:
+            values[setting.attribute] = setting.parse(raw)
+        except ValueError as error:
+            message = " ".join(str(error).split())
+            raise ConfigError(f"{where}: {message}") from None
+    if yaml_path:
+        values["config"] = yaml_path
+    return Config(**values)

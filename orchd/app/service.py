@@ -1,0 +1,173 @@
+# -*- test-case-name: tests.integration.test_server -*-
+"""
+The service tree of C{twistd orchd}: the composition root.
+
+L{ControlPlane} wires the store, the registry, authentication,
+authorization, health, the API server's TLS listener and the controllers.
+Start-up problems a user can fix (a busy port, a locked store, unreadable
+credentials) stop the process with one line naming them.
+"""
+
+import os
+
+from twisted.application.service import MultiService
+from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.error import CannotListenError
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+
+from orchd.api.errors import StatusError
+from orchd.api.versions import enabled_kinds
+from orchd.app.pki import PKI, PKIError
+from orchd.auth.authn.union import UnionAuthenticator
+from orchd.auth.authn.x509 import X509Authenticator
+from orchd.auth.authz.factory import UnavailableModeError, build_authorizer
+from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
+from orchd.client.orchconfig import OrchConfigError, server_url
+from orchd.controllers.manager import UnknownControllerError, build_controllers, selected_controllers
+from orchd.registry.catalog import Catalog
+from orchd.server.discovery import DiscoveryRoutes
+from orchd.server.filters.limits import InflightLimiter
+from orchd.server.health import Health, HealthCheck, LogCheck
+from orchd.server.site import APIServer, APISite
+from orchd.server.tls import server_tls_options
+from orchd.storage.leveldb import LevelDBStore
+
+PROGRAM = "twistd orchd"
+
+
+def fail(message):
+    """Stop start-up with one line on stderr and a non-zero exit status."""
+    return SystemExit(f"{PROGRAM}: error: {message}")
+
+
+def make_service(config, reactor=None):
+    """The top service for C{config} (a L{orchd.app.config.Config})."""
+    if reactor is None:
+        from twisted.internet import reactor
+    if config.storage_backend != "leveldb":
+        raise fail(f"--storage-backend={config.storage_backend} is not available in this version")
+    top = MultiService()
+    if not config.orchlet_only:
+        ControlPlane(config, reactor).setServiceParent(top)
+    return top
+
+
+class ControlPlane(MultiService):
+    """
+    The API server with its store and controllers.
+
+    Files and threads are opened in L{privilegedStartService}, after twistd
+    may have forked into the background, never in the constructor.
+
+    @ivar port: the listening port, once started (its C{getHost().port} is
+        the real port when C{--secure-port=0}).
+    """
+
+    log = Logger()
+
+    def __init__(self, config, reactor):
+        super().__init__()
+        self.config = config
+        self.reactor = reactor
+        try:
+            self.kinds = enabled_kinds(config.runtime_config)
+            self.authorizer = build_authorizer(config.authorization_mode)
+            self.controller_names = selected_controllers(config.controllers)
+            self.pki = PKI.ensure(config)
+        except (PKIError, OrchConfigError, UnavailableModeError, UnknownControllerError,
+                ValueError) as e:
+            raise fail(e) from None
+        self.health = Health(reactor, config.livez_grace_period)
+        self.store = None
+        self.catalog = None
+        self.port = None
+        self.url = None
+        self.ready = Deferred()
+        self._log_check = LogCheck(reactor, reactor)
+
+    def privilegedStartService(self):
+        config, reactor = self.config, self.reactor
+        self.store = self._open_store()
+        self.catalog = Catalog(self.kinds, self.store, reactor)
+        self.health.add(HealthCheck("log", self._log_check.check))
+        self.health.add(HealthCheck("etcd", self.store.check))
+        self._namespaces_hook = self.health.post_start_hook("start-system-namespaces-controller")
+        self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
+        authenticator = UnionAuthenticator([X509Authenticator(reactor)],
+                                           anonymous=config.anonymous_auth)
+        resource = APIServer(
+            self.catalog, authenticator, self.authorizer, self.health,
+            DiscoveryRoutes(self.catalog.served_kinds),
+            InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
+        )
+        self.site = APISite(resource, reactor=reactor)
+        for controller in build_controllers(self.controller_names, self.catalog, reactor):
+            controller.setServiceParent(self)
+        options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
+                                     self.pki.client_ca_pems)
+        try:
+            self.port = reactor.listenSSL(config.secure_port, self.site, options,
+                                          interface=config.bind_address)
+        except CannotListenError as e:
+            self.store.close()
+            raise fail(f"cannot listen on {config.bind_address}:{config.secure_port}: "
+                       f"{e.socketError}") from None
+        super().privilegedStartService()
+
+    def _open_store(self):
+        path = os.path.join(self.config.data_dir, "store")
+        try:
+            return LevelDBStore(path, reactor=self.reactor)
+        except Exception as e:
+            raise fail(f"cannot open the store in {path}: {e}") from None
+
+    def startService(self):
+        if self.port is None:
+            # Runners other than twistd (e.g. "twist") skip the privileged step.
+            self.privilegedStartService()
+        super().startService()
+        port = self.port.getHost().port
+        self.url = server_url(self.config.bind_address, port)
+        self.log.info("API server listening on {url}", url=self.url)
+        try:
+            self.pki.write_admin_orchconfig(port, self.config.bind_address)
+        except (OSError, PKIError, OrchConfigError) as e:
+            self.log.error("Cannot write the admin orchconfig: {error}", error=e)
+        self._log_check.start()
+        d = Deferred.fromCoroutine(self._bootstrap())
+        d.addErrback(lambda f: self.log.failure("Start-up steps failed", f))
+        d.chainDeferred(self.ready)
+
+    async def _bootstrap(self):
+        """The system namespaces, then the controllers' first sync."""
+        namespaces = self.catalog.resource("", "namespaces")
+        ctx = self.catalog.system_context()
+        for name in SYSTEM_NAMESPACES:
+            try:
+                await namespaces.create(ctx, {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": name}})
+                self.log.info("Created namespace {name}", name=name)
+            except StatusError as e:
+                if e.code != 409:
+                    raise
+        self._namespaces_hook.finish()
+        started = [c.started for c in self if getattr(c, "started", None) is not None]
+        await DeferredList(started, consumeErrors=True)
+        self._controllers_hook.finish()
+
+    async def _stop(self):
+        self.health.shutting_down = True
+        delay = self.config.shutdown_delay_duration
+        if delay > 0:
+            self.log.info("Shutting down in {delay}s; /readyz now fails", delay=delay)
+            await deferLater(self.reactor, delay, lambda: None)
+        self._log_check.stop()
+        if self.port is not None:
+            await self.port.stopListening()
+        await super().stopService()
+        if self.store is not None:
+            await self.store.close()
+
+    def stopService(self):
+        return Deferred.fromCoroutine(self._stop())

@@ -1,0 +1,44 @@
+"""The authentication and authorization seams."""
+
+import enum
+
+from zope.interface import Interface
+
+
+class IAuthenticator(Interface):
+    """Turns the credentials of a request into a user."""
+
+    def authenticate(request):
+        """
+        @param request: the twisted.web request.
+        @return: (awaitable) the L{orchd.auth.user.UserInfo}, or None when the
+            request carries no credentials of this kind.
+        @raise orchd.api.errors.StatusError: 401 for credentials of this
+            kind that are not valid.
+        """
+
+
+class Decision(enum.Enum):
+    ALLOW = "allow"
+    DENY = "deny"
+    NO_OPINION = "no-opinion"
+
+
+class IAuthorizer(Interface):
+    """Decides whether a user may do what a request asks."""
+
+    def authorize(attributes):
+        """
+        @param attributes: L{orchd.auth.attributes.Attributes}.
+        @return: (awaitable) C{(Decision, reason)}; reason may be "".
+        """
+
+    def rules_for(user, namespace):
+        """
+        What C{user} may do in C{namespace}, for SelfSubjectRulesReview.
+
+        @return: C{(resource_rules, non_resource_rules, incomplete)} where the
+            rules are dicts in the API's C{ResourceRule}/C{NonResourceRule}
+            shapes, and C{incomplete} is True when this authorizer cannot
+            enumerate everything it would allow.
+        """

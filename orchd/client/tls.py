@@ -1,0 +1,113 @@
+# -*- test-case-name: tests.client.test_tls -*-
+"""
+TLS for orchd's HTTPS clients: trust the cluster CA, present a client certificate.
+
+L{ClientTLSPolicy} plugs into C{twisted.web.client.Agent} (and so treq):
+each connection verifies the server against the given CA, not the
+platform's trust store, and presents the client certificate that is the
+caller's identity. A policy with C{verify=False} exists only for fetching
+C{cluster-info} before any trust is established; the caller must check what
+it fetched by other means (the token signature).
+"""
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+from treq.client import HTTPClient
+from twisted.internet.ssl import (
+    Certificate, CertificateOptions, PrivateCertificate, optionsForClientTLS,
+    trustRootFromCertificates,
+)
+from twisted.web.client import Agent, HTTPConnectionPool
+from twisted.web.http_headers import Headers
+from twisted.web.iweb import IAgent, IPolicyForHTTPS
+from zope.interface import implementer
+
+from orchd.client.orchconfig import load_orchconfig
+
+
+def _certificates(pem_bundle):
+    """Each certificate of a PEM bundle, as Twisted's L{Certificate}."""
+    return [Certificate.loadPEM(certificate.public_bytes(Encoding.PEM))
+            for certificate in x509.load_pem_x509_certificates(pem_bundle)]
+
+
+@implementer(IPolicyForHTTPS)
+class ClientTLSPolicy:
+    """
+    Connection settings for every HTTPS host an C{Agent} talks to.
+
+    @param ca_pem: PEM bundle of CAs the server must chain to; None means
+        the platform's trust store.
+    @param client_cert_pem: PEM client certificate, presented if given.
+    @param client_key_pem: its PEM private key.
+    @param verify: False skips verifying the server (see the module docstring).
+    @param server_name: the name to verify instead of the URL's host
+        (kubeconfig's C{tls-server-name}).
+    """
+
+    def __init__(self, ca_pem=None, client_cert_pem=None, client_key_pem=None, verify=True,
+                 server_name=None):
+        if (client_cert_pem is None) != (client_key_pem is None):
+            raise ValueError("a client certificate needs its key, and a key its certificate")
+        self._client = None
+        if client_cert_pem is not None:
+            self._client = PrivateCertificate.loadPEM(client_cert_pem + b"\n" + client_key_pem)
+        self._trust = None
+        if ca_pem:
+            self._trust = trustRootFromCertificates(_certificates(ca_pem))
+        self._verify = verify
+        self._server_name = server_name
+
+    def creatorForNetloc(self, hostname, port):
+        """A connection creator for C{hostname}: verified unless the policy says not."""
+        if not self._verify:
+            # CertificateOptions is itself a client connection creator; it
+            # sends no server name and checks no certificate.
+            if self._client is None:
+                return CertificateOptions(verify=False)
+            return CertificateOptions(privateKey=self._client.privateKey.original,
+                                      certificate=self._client.original, verify=False)
+        name = self._server_name or hostname.decode("ascii")
+        return optionsForClientTLS(name, trustRoot=self._trust, clientCertificate=self._client)
+
+
+@implementer(IAgent)
+class _BearerAgent:
+    """Adds C{Authorization: Bearer <token>} to every request, as kubeconfig's C{token} asks."""
+
+    def __init__(self, agent, token):
+        self._agent = agent
+        self._value = b"Bearer " + token.encode("ascii")
+
+    def request(self, method, uri, headers=None, bodyProducer=None):
+        headers = headers.copy() if headers is not None else Headers()
+        if not headers.hasHeader(b"authorization"):
+            headers.setRawHeaders(b"authorization", [self._value])
+        return self._agent.request(method, uri, headers, bodyProducer)
+
+
+def policy_from_orchconfig(orchconfig):
+    """The L{ClientTLSPolicy} an L{OrchConfig} describes."""
+    return ClientTLSPolicy(orchconfig.ca_pem, orchconfig.client_cert_pem, orchconfig.client_key_pem,
+                           verify=not orchconfig.insecure_skip_tls_verify,
+                           server_name=orchconfig.tls_server_name)
+
+
+def client_from_orchconfig(path, reactor, pool=None):
+    """
+    A treq client for the API server named in the orchconfig at C{path}.
+
+    Requests carry the file's client certificate and, if it has one, its
+    bearer token. Connections are kept alive in C{pool} (a new persistent
+    pool if None; close it with C{closeCachedConnections} when done).
+
+    @return: C{(treq.client.HTTPClient, server_url)}.
+    @raise orchd.client.orchconfig.OrchConfigError: for an unusable file.
+    """
+    orchconfig = load_orchconfig(path)
+    if pool is None:
+        pool = HTTPConnectionPool(reactor, persistent=True)
+    agent = Agent(reactor, contextFactory=policy_from_orchconfig(orchconfig), pool=pool)
+    if orchconfig.token:
+        agent = _BearerAgent(agent, orchconfig.token)
+    return HTTPClient(agent), orchconfig.server.rstrip("/")

@@ -1,0 +1,103 @@
+# -*- test-case-name: tests.controllers.test_informer -*-
+"""
+An informer: a resource listed once, then kept current by watching the store.
+
+Controllers and in-memory indexes read from its cache instead of scanning
+the store, and hear of every change through one callback. If the watch
+falls behind the kept history it lists again and reports the difference.
+"""
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
+
+
+def event_object(event):
+    """The object carried by a store event, with the change's resourceVersion."""
+    obj = orjson.loads(event.value)
+    obj["metadata"]["resourceVersion"] = str(event.revision)
+    return obj
+
+
+class Informer:
+    """
+    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param prefix: the key prefix of the resource (a L{KindInfo.key_prefix}).
+    @param on_change: C{on_change(type, obj, old)} for every change; C{old}
+        is the cached object before it (None for ADDED).
+    """
+
+    log = Logger()
+
+    def __init__(self, store, prefix, on_change):
+        self._store = store
+        self._prefix = prefix
+        self._on_change = on_change
+        self._watch = None
+        self._stopped = False
+        self.cache = {}
+        self.revision = 0
+
+    async def start(self):
+        """List, then watch; fires once the cache holds the listed state."""
+        page = await self._store.list(self._prefix)
+        fresh = {}
+        for kv in page.items:
+            obj = orjson.loads(kv.value)
+            obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+            fresh[kv.key] = obj
+        old_cache, self.cache = self.cache, fresh
+        self.revision = page.revision
+        for key, obj in fresh.items():
+            before = old_cache.pop(key, None)
+            if before is None:
+                self._notify(ADDED, obj, None)
+            elif before["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+                self._notify(MODIFIED, obj, before)
+        for obj in old_cache.values():
+            self._notify(DELETED, obj, obj)
+        self._watch = await self._store.watch(
+            self._prefix, page.revision, self._events, self._failed)
+
+    def stop(self):
+        self._stopped = True
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch = None
+
+    def _events(self, events):
+        for event in events:
+            if event.revision <= self.revision:
+                continue
+            self.revision = event.revision
+            obj = event_object(event)
+            before = self.cache.get(event.key)
+            if event.type == DELETED:
+                self.cache.pop(event.key, None)
+            else:
+                self.cache[event.key] = obj
+            self._notify(event.type, obj, before)
+
+    def _notify(self, type, obj, old):
+        try:
+            self._on_change(type, obj, old)
+        except Exception:
+            self.log.failure("Informer handler failed for {prefix}", prefix=self._prefix)
+
+    def _failed(self, error):
+        self._watch = None
+        if self._stopped:
+            return
+        if isinstance(error, CompactedError):
+            self.log.info("Watch on {prefix} fell behind; listing again", prefix=self._prefix)
+        else:
+            self.log.warn("Watch on {prefix} ended: {error}; listing again",
+                          prefix=self._prefix, error=error)
+        d = Deferred.fromCoroutine(self.start())
+        d.addErrback(lambda f: self.log.failure("Relisting {prefix} failed", f,
+                                                prefix=self._prefix))
+
+    def objects(self):
+        return list(self.cache.values())

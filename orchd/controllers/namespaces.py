@@ -1,0 +1,82 @@
+# -*- test-case-name: tests.controllers.test_namespaces -*-
+"""
+The namespace controller: a terminating namespace is emptied, then removed.
+
+For each namespace being deleted it deletes every object of every
+namespaced resource in it; once nothing is left it drops the namespace's
+C{orch} finalizer through the C{finalize} subresource, and the generic
+store then removes the namespace. Objects held by finalizers keep the
+namespace waiting, checked again after a short delay.
+"""
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from orchd.api.errors import StatusError
+from orchd.controllers.informer import Informer
+from orchd.controllers.queue import WorkQueue
+from orchd.registry.kinds.namespace import FINALIZER
+from orchd.registry.options import ListOptions
+from orchd.storage.interfaces import DELETED
+
+
+class NamespaceController(Service):
+    """
+    @param catalog: the L{orchd.registry.catalog.Catalog}.
+    @param clock: an C{IReactorTime}.
+    @param recheck: seconds before looking again at a namespace still holding objects.
+    """
+
+    name = "namespace"
+    log = Logger()
+
+    def __init__(self, catalog, clock, recheck=5.0):
+        self._catalog = catalog
+        self._namespaces = catalog.resource("", "namespaces")
+        self._clock = clock
+        self._recheck = recheck
+        self._queue = WorkQueue(self._sync, clock)
+        self._informer = Informer(catalog.store, self._namespaces.info.key_prefix(),
+                                  self._changed)
+        self.started = None
+
+    def startService(self):
+        super().startService()
+        self.started = Deferred.fromCoroutine(self._informer.start())
+        self.started.addErrback(
+            lambda f: self.log.failure("Namespace controller failed to start", f))
+
+    def stopService(self):
+        self._informer.stop()
+        self._queue.stop()
+        return super().stopService()
+
+    def _changed(self, type, obj, old):
+        if type != DELETED and obj["metadata"].get("deletionTimestamp"):
+            self._queue.add(obj["metadata"]["name"])
+
+    async def _sync(self, name):
+        ctx = self._catalog.system_context()
+        try:
+            namespace = await self._namespaces.get(ctx, name)
+        except StatusError as e:
+            if e.code == 404:
+                return
+            raise
+        if not namespace["metadata"].get("deletionTimestamp"):
+            return
+        remaining = 0
+        for store in self._catalog.namespaced_stores():
+            listed = await store.delete_collection(self._catalog.system_context(name), ListOptions())
+            remaining += sum(1 for item in listed["items"]
+                             if item["metadata"].get("deletionTimestamp"))
+        if remaining:
+            self.log.info("Namespace {name} waits on {count} objects with finalizers",
+                          name=name, count=remaining)
+            self._queue.add_after(name, self._recheck)
+            return
+        finalizers = [f for f in namespace.get("spec", {}).get("finalizers", []) if f != FINALIZER]
+        namespace.setdefault("spec", {})["finalizers"] = finalizers
+        await self._namespaces.update(ctx, name, namespace, "finalize")
+        self.log.info("Namespace {name} emptied and finalized", name=name)

@@ -1,0 +1,100 @@
+# -*- test-case-name: tests.controllers.test_queue -*-
+"""
+A work queue of keys for controllers: each key is worked on by one worker
+at a time, repeated requests for a waiting key collapse into one, and a
+failed key comes back after a delay that doubles up to a bound.
+"""
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+
+class WorkQueue:
+    """
+    Runs C{work(key)} (an async function) for queued keys, one at a time per key.
+
+    @param clock: an C{IReactorTime} for retries.
+    """
+
+    log = Logger()
+
+    def __init__(self, work, clock, base_delay=0.2, max_delay=30.0, concurrency=4):
+        self._work = work
+        self._clock = clock
+        self._base = base_delay
+        self._max = max_delay
+        self._concurrency = concurrency
+        self._waiting = []
+        self._queued = set()
+        self._busy = set()
+        self._dirty = set()
+        self._failures = {}
+        self._timers = {}
+        self._running = 0
+        self._stopped = False
+
+    def add(self, key):
+        """Ask for C{key} to be worked on (again) as soon as possible."""
+        if self._stopped:
+            return
+        if key in self._busy:
+            self._dirty.add(key)
+            return
+        if key not in self._queued:
+            self._queued.add(key)
+            self._waiting.append(key)
+        self._pump()
+
+    def add_after(self, key, delay):
+        """Ask for C{key} after C{delay} seconds (an earlier request wins)."""
+        if self._stopped:
+            return
+        timer = self._timers.get(key)
+        if timer is not None and timer.active():
+            if timer.getTime() <= self._clock.seconds() + delay:
+                return
+            timer.cancel()
+        self._timers[key] = self._clock.callLater(delay, self._fire_timer, key)
+
+    def _fire_timer(self, key):
+        self._timers.pop(key, None)
+        self.add(key)
+
+    def _pump(self):
+        while self._waiting and self._running < self._concurrency and not self._stopped:
+            key = self._waiting.pop(0)
+            self._queued.discard(key)
+            self._busy.add(key)
+            self._running += 1
+            d = Deferred.fromCoroutine(self._work(key))
+            d.addCallbacks(self._succeeded, self._failed, callbackArgs=(key,),
+                           errbackArgs=(key,))
+            d.addBoth(self._finished, key)
+
+    def _succeeded(self, _, key):
+        self._failures.pop(key, None)
+
+    def _failed(self, failure, key):
+        count = self._failures.get(key, 0) + 1
+        self._failures[key] = count
+        delay = min(self._base * 2 ** (count - 1), self._max)
+        self.log.failure("Work on {key} failed; retrying in {delay:.1f}s", failure,
+                         key=key, delay=delay)
+        self.add_after(key, delay)
+
+    def _finished(self, _, key):
+        self._busy.discard(key)
+        self._running -= 1
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+        self._pump()
+
+    def stop(self):
+        self._stopped = True
+        self._waiting.clear()
+        self._queued.clear()
+        for timer in self._timers.values():
+            if timer.active():
+                timer.cancel()
+        self._timers.clear()

@@ -1,0 +1,75 @@
+# -*- test-case-name: tests.registry.test_catalog -*-
+"""
+The enabled resources and the registry that serves each.
+
+Built once at start from the kinds that C{--runtime-config} enables; the
+server looks resources up here by group, version and plural name.
+"""
+
+from orchd.admission.chain import AdmissionChain
+from orchd.admission.namespacelifecycle import NamespaceLifecycle
+from orchd.auth.user import MASTERS, UserInfo
+from orchd.registry.context import RequestContext
+from orchd.registry.generic import ResourceStore
+from orchd.registry.kinds import strategy_for
+
+
+class Catalog:
+    """
+    @param kinds: the enabled L{orchd.api.kinds.KindInfo}s.
+    @param store: the L{orchd.storage.interfaces.IStore} every resource shares.
+    @param virtual: C{{(group, resource): factory(info)}} for kinds answered
+        without storage (reviews); kinds with neither are left out.
+    @param plugins: admission plugins run after namespace lifecycle.
+    """
+
+    def __init__(self, kinds, store, clock, virtual=None, plugins=()):
+        self.kinds = tuple(kinds)
+        self.store = store
+        self.clock = clock
+        self.admission = AdmissionChain((NamespaceLifecycle(self.get_namespace),) + tuple(plugins))
+        self._resources = {}
+        virtual = virtual or {}
+        for info in self.kinds:
+            if info.stored:
+                provider = ResourceStore(info, strategy_for(info), store, clock, self.admission)
+            elif (info.group, info.resource) in virtual:
+                provider = virtual[(info.group, info.resource)](info)
+            else:
+                continue
+            self._resources[(info.group, info.version, info.resource)] = (info, provider)
+
+    @property
+    def served_kinds(self):
+        """The kinds that have a registry, in table order (for discovery)."""
+        return [info for info, _ in self._resources.values()]
+
+    def lookup(self, group, version, resource):
+        """@return: C{(KindInfo, provider)} or None."""
+        return self._resources.get((group, version, resource))
+
+    def resource(self, group, resource):
+        """The provider of a resource in its preferred (first enabled) version."""
+        for (g, _, r), (_, provider) in self._resources.items():
+            if g == group and r == resource:
+                return provider
+        return None
+
+    def namespaced_stores(self):
+        """One generic store per stored, namespaced resource (each storage prefix once)."""
+        seen, stores = set(), []
+        for info, provider in self._resources.values():
+            if info.stored and info.namespaced and info.key_prefix() not in seen:
+                seen.add(info.key_prefix())
+                stores.append(provider)
+        return stores
+
+    async def get_namespace(self, name):
+        """The namespace object called C{name}, or None."""
+        namespaces = self.resource("", "namespaces")
+        kv = await self.store.get(namespaces.info.key("", name))
+        return namespaces.decode(kv) if kv is not None else None
+
+    def system_context(self, namespace=""):
+        """A context for the control plane's own writes (bootstrap, controllers)."""
+        return RequestContext(UserInfo("system:apiserver", (MASTERS,)), namespace)

@@ -1,0 +1,467 @@
+# -*- test-case-name: tests.registry.test_generic -*-
+"""
+The one store every kind goes through: create, read, update, delete on IStore.
+
+It runs the shared sequence (server-kept metadata, strategy, admission,
+optimistic concurrency, finalizers) for a kind described by its
+L{orchd.api.kinds.KindInfo} and its strategy; nothing here knows a kind.
+Objects are JSON-shaped dicts; the store keeps them as JSON bytes with the
+resourceVersion left out, since that is the store's own revision.
+"""
+
+import random
+import time
+import uuid
+
+import orjson
+from twisted.logger import Logger
+
+from orchd.admission.interfaces import CREATE, DELETE, UPDATE, AdmissionAttributes
+from orchd.api import meta as metadata
+from orchd.api.errors import FieldError, StatusError
+from orchd.registry.options import decode_continue, encode_continue
+from orchd.storage.interfaces import (
+    CompactedError, ConflictError, FutureRevisionError, KeyExistsError, KeyNotFoundError,
+)
+
+_NOT_SPEC = frozenset(("metadata", "status", "apiVersion", "kind"))
+_LIST_PAGE = 1000
+_MAX_RETRIES = 16
+
+
+def rfc3339(seconds):
+    """RFC 3339 UTC with second precision, as object timestamps are written."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _spec(obj):
+    return {k: v for k, v in obj.items() if k not in _NOT_SPEC}
+
+
+def _copy(obj):
+    return orjson.loads(orjson.dumps(obj))
+
+
+class ResourceStore:
+    """
+    Generic CRUD for one resource, through its strategy, on an IStore.
+
+    @param info: the kind's L{KindInfo}.
+    @param strategy: the kind's L{orchd.registry.strategy.IStrategy}.
+    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param clock: an C{IReactorTime}, for timestamps.
+    @param admission: an L{orchd.admission.chain.AdmissionChain}.
+    """
+
+    log = Logger()
+
+    def __init__(self, info, strategy, store, clock, admission, random_source=None):
+        self.info = info
+        self.strategy = strategy
+        self.store = store
+        self.clock = clock
+        self.admission = admission
+        self._random = random_source or random.SystemRandom()
+
+    # -- encoding -----------------------------------------------------------
+
+    def decode(self, kv):
+        """The object of a stored KeyValue, with its resourceVersion."""
+        obj = orjson.loads(kv.value)
+        obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
+    def _encode(self, obj):
+        meta = obj["metadata"]
+        version = meta.pop("resourceVersion", None)
+        try:
+            return orjson.dumps(obj)
+        finally:
+            if version is not None:
+                meta["resourceVersion"] = version
+
+    def _key(self, namespace, name):
+        return self.info.key(namespace, name)
+
+    def _not_found(self, name):
+        return StatusError.not_found(self.info.resource, self.info.group, name)
+
+    def _invalid(self, name, errors):
+        return StatusError.invalid(self.info.kind, self.info.group, name, errors)
+
+    # -- reads --------------------------------------------------------------
+
+    async def get(self, ctx, name):
+        kv = await self.store.get(self._key(ctx.namespace, name))
+        if kv is None:
+            raise self._not_found(name)
+        return self.decode(kv)
+
+    async def list(self, ctx, options):
+        """
+        The list object of this resource in C{ctx.namespace} (all when empty).
+
+        Pages by C{options.limit}; a page holds only matching objects, so it
+        may read several store pages.
+        """
+        info = self.info
+        prefix = info.key_prefix(ctx.namespace if info.namespaced else None)
+        revision, start = self._list_start(options, prefix)
+        label_selector, field_selector = options.label_selector, options.field_selector
+        filtered = bool(
+            (label_selector is not None and not label_selector.empty)
+            or (field_selector is not None and not field_selector.empty))
+        limit = options.limit if options.limit and options.limit > 0 else 0
+        items = []
+        more, next_key, remaining = False, None, None
+        while True:
+            want = limit - len(items) if limit else 0
+            page_size = min(max(want, _LIST_PAGE), _LIST_PAGE * 10) if filtered else want
+            try:
+                page = await self.store.list(
+                    prefix, revision=revision, start=start, limit=page_size,
+                    count_remaining=bool(limit) and not filtered)
+            except CompactedError:
+                raise self._continue_expired() if options.continue_token else StatusError.expired(
+                    "The resourceVersion for the provided list is too old.") from None
+            except FutureRevisionError as e:
+                raise StatusError.timeout(
+                    f"Too large resource version: {e.requested}, current: {e.current}") from None
+            revision = page.revision
+            for index, kv in enumerate(page.items):
+                obj = self.decode(kv)
+                if filtered and not self._selected(obj, label_selector, field_selector):
+                    continue
+                items.append(obj)
+                if limit and len(items) == limit:
+                    rest = len(page.items) - index - 1
+                    if rest or page.more:
+                        more = True
+                        next_key = page.items[index + 1].key if rest else kv.key + "\x00"
+                        if page.remaining is not None:
+                            remaining = page.remaining + rest
+                    break
+            else:
+                if not page.more or not page.items:
+                    break
+                start = page.items[-1].key + "\x00"
+                continue
+            break
+        list_meta = {"resourceVersion": str(revision)}
+        if more:
+            list_meta["continue"] = encode_continue(revision, next_key[len(info.key_prefix()):])
+            if remaining is not None:
+                list_meta["remainingItemCount"] = remaining
+        return {"kind": info.list_kind, "apiVersion": info.api_version,
+                "metadata": list_meta, "items": items}
+
+    def _list_start(self, options, prefix):
+        if options.continue_token:
+            revision, start = decode_continue(options.continue_token)
+            return revision, self.info.key_prefix() + start
+        if options.resource_version_match == "Exact" and options.resource_version not in ("", "0"):
+            return int(options.resource_version), None
+        return 0, None
+
+    @staticmethod
+    def _continue_expired():
+        return StatusError.expired(
+            "The provided continue parameter is too old to display a consistent list result. "
+            "You can start a new list without the continue parameter.")
+
+    def _selected(self, obj, label_selector, field_selector):
+        meta = obj["metadata"]
+        if label_selector is not None and not label_selector.matches(meta.get("labels") or {}):
+            return False
+        if field_selector is not None and not field_selector.empty:
+            fields = self.strategy.field_values(obj)
+            fields["metadata.name"] = meta.get("name", "")
+            fields["metadata.namespace"] = meta.get("namespace", "")
+            if not field_selector.matches(fields):
+                return False
+        return True
+
+    def selectable_fields(self):
+        return ("metadata.name", "metadata.namespace") + tuple(self.strategy.selectable_fields)
+
+    # -- create -------------------------------------------------------------
+
+    async def create(self, ctx, obj):
+        """Store a new object; returns it as stored."""
+        info = self.info
+        meta = self._check_namespace(ctx, obj)
+        if meta.get("resourceVersion"):
+            raise StatusError.bad_request(
+                "resourceVersion should not be set on objects to be created")
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(self.clock.seconds())
+        meta["generation"] = 1
+        generated = False
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = metadata.generate_name(meta["generateName"], self._random)
+            generated = True
+        name = meta.get("name", "")
+        attributes = AdmissionAttributes(CREATE, info, ctx.namespace, name, obj, None, ctx.user,
+                                         dry_run=ctx.dry_run)
+        await self.admission.admit(attributes)
+        if info.has_status and not self.strategy.keep_status_on_create:
+            obj.pop("status", None)
+        self.strategy.prepare_for_create(ctx, obj)
+        errors = metadata.validate_object_meta(obj.get("metadata"), info.namespaced, info.name_rule)
+        errors += self.strategy.validate(ctx, obj)
+        if errors:
+            raise self._invalid(name, errors)
+        await self.admission.validate(attributes)
+        if ctx.dry_run:
+            return obj
+        try:
+            kv = await self.store.create(self._key(ctx.namespace, name), self._encode(obj))
+        except KeyExistsError:
+            if generated:
+                raise StatusError.generated_name_taken(info.resource, info.group, name) from None
+            raise StatusError.already_exists(info.resource, info.group, name) from None
+        meta["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
+    def _check_namespace(self, ctx, obj):
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise StatusError.bad_request("metadata must be an object")
+        if self.info.namespaced:
+            namespace = meta.get("namespace")
+            if namespace and namespace != ctx.namespace:
+                raise StatusError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request")
+            meta["namespace"] = ctx.namespace
+        else:
+            meta.pop("namespace", None)
+        return meta
+
+    # -- update -------------------------------------------------------------
+
+    async def update(self, ctx, name, obj, subresource=""):
+        """
+        Replace an object (PUT).
+
+        @return: C{(object, created)}; C{created} when the kind creates on update.
+        """
+        meta = self._check_namespace(ctx, obj)
+        if meta.get("name") != name:
+            raise StatusError.bad_request(
+                f"the name of the object ({meta.get('name', '')}) does not match the name on "
+                f"the URL ({name})")
+        wanted = meta.get("resourceVersion") or ""
+        if not wanted and not self.strategy.allow_unconditional_update:
+            raise self._invalid(name, [FieldError.required(
+                "metadata.resourceVersion", "must be specified for an update")])
+        key = self._key(ctx.namespace, name)
+        for _ in range(_MAX_RETRIES):
+            kv = await self.store.get(key)
+            if kv is None:
+                if self.strategy.allow_create_on_update and not subresource:
+                    meta.pop("resourceVersion", None)
+                    return await self.create(ctx, obj), True
+                raise self._not_found(name)
+            if wanted and wanted != str(kv.mod_revision):
+                raise StatusError.stale(self.info.resource, self.info.group, name)
+            candidate = _copy(obj) if not wanted else obj
+            result = await self._write_update(ctx, kv, candidate, subresource)
+            if result is not None:
+                return result, False
+            if wanted:
+                raise StatusError.stale(self.info.resource, self.info.group, name)
+        raise self._too_contended(name)
+
+    async def patch(self, ctx, name, apply_patch, subresource=""):
+        """
+        Patch an object: C{apply_patch(current_object) -> new object}.
+
+        The patch is re-applied to a fresh read when another write wins the
+        race, unless the patch itself pinned a resourceVersion.
+        """
+        key = self._key(ctx.namespace, name)
+        for _ in range(_MAX_RETRIES):
+            kv = await self.store.get(key)
+            if kv is None:
+                raise self._not_found(name)
+            current = self.decode(kv)
+            obj = apply_patch(current)
+            if not isinstance(obj, dict):
+                raise StatusError.bad_request("the patch must produce an object")
+            meta = self._check_namespace(ctx, obj)
+            if meta.get("name") != name:
+                raise StatusError.bad_request(
+                    f"the name of the object ({meta.get('name', '')}) does not match the name "
+                    f"on the URL ({name})")
+            wanted = meta.get("resourceVersion") or ""
+            if wanted and wanted != str(kv.mod_revision):
+                raise StatusError.stale(self.info.resource, self.info.group, name)
+            result = await self._write_update(ctx, kv, obj, subresource)
+            if result is not None:
+                return result
+            if wanted:
+                raise StatusError.stale(self.info.resource, self.info.group, name)
+        raise self._too_contended(name)
+
+    def _too_contended(self, name):
+        return StatusError.conflict(
+            self.info.resource, self.info.group, name,
+            "the object is being modified by too many writers; try again")
+
+    async def _write_update(self, ctx, kv, obj, subresource):
+        """
+        Validate and compare-and-swap C{obj} over C{kv}.
+
+        @return: the stored object, or None when another write won the race.
+        """
+        info, strategy = self.info, self.strategy
+        old = self.decode(kv)
+        name = old["metadata"]["name"]
+        if subresource:
+            obj = strategy.subresource_update(subresource, obj, _copy(old))
+        elif info.has_status:
+            if "status" in old:
+                obj["status"] = old["status"]
+            else:
+                obj.pop("status", None)
+        meta = obj["metadata"]
+        old_meta = old["metadata"]
+        meta["generation"] = old_meta.get("generation", 1)
+        if not meta.get("uid"):
+            meta["uid"] = old_meta.get("uid")
+        meta["creationTimestamp"] = old_meta.get("creationTimestamp")
+        for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in old_meta:
+                meta[field] = old_meta[field]
+            else:
+                meta.pop(field, None)
+        if old_meta.get("deletionTimestamp") and _added_finalizers(meta, old_meta):
+            raise self._invalid(name, [FieldError.forbidden(
+                "metadata.finalizers",
+                "no new finalizers can be added if the object is being deleted")])
+        attributes = AdmissionAttributes(UPDATE, info, ctx.namespace, name, obj, old, ctx.user,
+                                         subresource=subresource, dry_run=ctx.dry_run)
+        await self.admission.admit(attributes)
+        strategy.prepare_for_update(ctx, obj, old)
+        if _spec(obj) != _spec(old):
+            meta["generation"] = meta["generation"] + 1
+        errors = metadata.validate_object_meta(meta, info.namespaced, info.name_rule)
+        errors += metadata.validate_object_meta_update(meta, old_meta)
+        errors += strategy.validate_update(ctx, obj, old)
+        if errors:
+            raise self._invalid(name, errors)
+        await self.admission.validate(attributes)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        if obj == old:
+            return old
+        if ctx.dry_run:
+            return obj
+        if meta.get("deletionTimestamp") and not meta.get("finalizers") \
+                and not strategy.pending_finalizers(obj):
+            try:
+                await self.store.delete(kv.key, kv.mod_revision)
+            except (ConflictError, KeyNotFoundError):
+                return None
+            return obj
+        try:
+            stored = await self.store.update(kv.key, self._encode(obj), kv.mod_revision)
+        except ConflictError:
+            return None
+        except KeyNotFoundError:
+            raise self._not_found(name) from None
+        meta["resourceVersion"] = str(stored.mod_revision)
+        return obj
+
+    # -- delete -------------------------------------------------------------
+
+    async def delete(self, ctx, name, options=None):
+        """
+        Delete an object, or mark it deleted while finalizers hold it.
+
+        @return: C{(object, removed)}: the last state, and whether it is gone.
+        """
+        key = self._key(ctx.namespace, name)
+        for _ in range(_MAX_RETRIES):
+            kv = await self.store.get(key)
+            if kv is None:
+                raise self._not_found(name)
+            obj = self.decode(kv)
+            self._check_preconditions(obj, kv, options)
+            attributes = AdmissionAttributes(DELETE, self.info, ctx.namespace, name, None, obj,
+                                             ctx.user, dry_run=ctx.dry_run)
+            await self.admission.validate(attributes)
+            meta = obj["metadata"]
+            self.strategy.prepare_for_delete(ctx, obj)
+            if meta.get("finalizers") or self.strategy.pending_finalizers(obj):
+                if meta.get("deletionTimestamp") and obj == self.decode(kv):
+                    return obj, False
+                if not meta.get("deletionTimestamp"):
+                    meta["deletionTimestamp"] = rfc3339(self.clock.seconds())
+                    meta["deletionGracePeriodSeconds"] = 0
+                    meta["generation"] = meta.get("generation", 1) + 1
+                if ctx.dry_run:
+                    return obj, False
+                try:
+                    stored = await self.store.update(key, self._encode(obj), kv.mod_revision)
+                except (ConflictError, KeyNotFoundError):
+                    continue
+                meta["resourceVersion"] = str(stored.mod_revision)
+                return obj, False
+            if ctx.dry_run:
+                return obj, True
+            try:
+                await self.store.delete(key, kv.mod_revision)
+            except (ConflictError, KeyNotFoundError):
+                continue
+            return obj, True
+        raise self._too_contended(name)
+
+    def _check_preconditions(self, obj, kv, options):
+        if options is None:
+            return
+        meta = obj["metadata"]
+        if options.uid is not None and options.uid != meta.get("uid"):
+            raise self._precondition_failed(
+                kv, f"UID in precondition: {options.uid}, UID in object meta: {meta.get('uid')}")
+        if options.resource_version is not None and \
+                options.resource_version != meta["resourceVersion"]:
+            raise self._precondition_failed(
+                kv, f"ResourceVersion in precondition: {options.resource_version}, "
+                    f"ResourceVersion in object meta: {meta['resourceVersion']}")
+
+    def _precondition_failed(self, kv, why):
+        name = kv.key.rsplit("/", 1)[-1]
+        return StatusError.conflict(
+            self.info.resource, self.info.group, name,
+            f"StorageError: invalid object, Code: 4, Key: {kv.key}, ResourceVersion: 0, "
+            f"AdditionalErrorMsg: Precondition failed: {why}")
+
+    async def delete_collection(self, ctx, list_options, delete_options=None):
+        """Delete every selected object; returns the list of what was deleted."""
+        listed = await self.list(ctx, list_options)
+        deleted = []
+        for item in listed["items"]:
+            item_ctx = ctx
+            if self.info.namespaced and not ctx.namespace:
+                item_ctx = type(ctx)(ctx.user, item["metadata"]["namespace"], ctx.dry_run,
+                                     ctx.field_manager)
+            try:
+                obj, _ = await self.delete(item_ctx, item["metadata"]["name"], delete_options)
+            except StatusError as e:
+                if e.code == 404:
+                    continue
+                raise
+            deleted.append(obj)
+        listed["items"] = deleted
+        listed["metadata"].pop("continue", None)
+        listed["metadata"].pop("remainingItemCount", None)
+        return listed
+
+
+def _added_finalizers(meta, old_meta):
+    return bool(set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ()))

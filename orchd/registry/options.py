@@ -1,0 +1,70 @@
+# -*- test-case-name: tests.registry.test_options -*-
+"""
+List and delete options, and the opaque continue token of paged lists.
+
+The token records the revision of the first page and the key to resume
+from, so every page of a list reads one consistent snapshot.
+"""
+
+import base64
+
+import orjson
+
+from orchd.api.errors import StatusError
+
+_TOKEN_VERSION = "meta.k8s.io/v1"
+
+
+class ListOptions:
+    """Selectors, paging and revision choice of a list (or, later, a watch)."""
+
+    __slots__ = ("label_selector", "field_selector", "limit", "continue_token",
+                 "resource_version", "resource_version_match")
+
+    def __init__(self, label_selector=None, field_selector=None, limit=0, continue_token="",
+                 resource_version="", resource_version_match=""):
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.limit = limit
+        self.continue_token = continue_token
+        self.resource_version = resource_version
+        self.resource_version_match = resource_version_match
+
+
+class DeleteOptions:
+    """Preconditions and policy of a delete."""
+
+    __slots__ = ("uid", "resource_version", "propagation_policy", "grace_period_seconds")
+
+    def __init__(self, uid=None, resource_version=None, propagation_policy=None,
+                 grace_period_seconds=None):
+        self.uid = uid
+        self.resource_version = resource_version
+        self.propagation_policy = propagation_policy
+        self.grace_period_seconds = grace_period_seconds
+
+
+def encode_continue(revision, start_key):
+    """An opaque token for the page that starts at C{start_key} of snapshot C{revision}."""
+    raw = orjson.dumps({"v": _TOKEN_VERSION, "rv": revision, "start": start_key})
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_continue(token):
+    """
+    @return: C{(revision, start_key)}.
+    @raise StatusError: 400 for a token this server did not make.
+    """
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        if data.get("v") != _TOKEN_VERSION:
+            raise ValueError("unknown version")
+        revision, start = data["rv"], data["start"]
+        if not isinstance(revision, int) or revision <= 0 or not isinstance(start, str):
+            raise ValueError("malformed")
+        if start.startswith("/") or "/.." in start or start.startswith(".."):
+            raise ValueError("invalid start key")
+        return revision, start
+    except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as e:
+        raise StatusError.bad_request(f"continue key is not valid: {e}") from None

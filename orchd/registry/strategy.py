@@ -1,0 +1,122 @@
+# -*- test-case-name: tests.registry.test_generic -*-
+"""
+Per-kind rules behind one generic store.
+
+The generic store (C{orchd.registry.generic}) runs the same sequence for
+every kind; a strategy supplies what differs: defaults, validation,
+immutability, which finalizers hold a deleted object, and the fields a
+field selector may name. Kinds without rules of their own use
+L{DefaultStrategy} as it is.
+"""
+
+from zope.interface import Attribute, Interface, implementer
+
+from orchd.api.errors import FieldError, StatusError
+
+
+class IStrategy(Interface):
+    """What one kind adds to generic create, update and delete."""
+
+    allow_create_on_update = Attribute("True if PUT of a missing object creates it.")
+    allow_unconditional_update = Attribute("True if PUT without resourceVersion is allowed.")
+    keep_status_on_create = Attribute("True if a create may set status (e.g. nodes).")
+    selectable_fields = Attribute("Field-selector names beyond metadata.name/namespace.")
+
+    def prepare_for_create(ctx, obj):
+        """Normalise a new object before validation (e.g. drop status). May mutate."""
+
+    def validate(ctx, obj):
+        """@return: a list of L{orchd.api.errors.FieldError}. Must not mutate C{obj}."""
+
+    def prepare_for_update(ctx, obj, old):
+        """Carry over what the caller may not change (e.g. status). May mutate C{obj}."""
+
+    def validate_update(ctx, obj, old):
+        """@return: FieldErrors, including changes to immutable fields."""
+
+    def subresource_update(subresource, obj, old):
+        """
+        The object a write to a subresource (C{status}, ...) stores.
+
+        @param old: a copy of the stored object, free to modify and return.
+        """
+
+    def prepare_for_delete(ctx, obj):
+        """Mark an object whose deletion waits on finalizers (e.g. a terminating namespace)."""
+
+    def pending_finalizers(obj):
+        """@return: True while something other than metadata.finalizers holds the object."""
+
+    def field_values(obj):
+        """@return: the field-selector values of C{obj}, by field name."""
+
+
+@implementer(IStrategy)
+class DefaultStrategy:
+    """
+    The behaviour of a kind with no rules of its own.
+
+    Status, for kinds that have a status subresource, can only be written
+    through that subresource; the generic store enforces this with
+    L{reset_status} and L{keep_status}.
+    """
+
+    allow_create_on_update = False
+    allow_unconditional_update = True
+    #: False: a create drops C{status} of kinds with a status subresource.
+    keep_status_on_create = False
+
+    #: Field names a field selector may use besides the two every kind has.
+    selectable_fields = ()
+
+    def prepare_for_create(self, ctx, obj):
+        pass
+
+    def validate(self, ctx, obj):
+        return []
+
+    def prepare_for_update(self, ctx, obj, old):
+        pass
+
+    def validate_update(self, ctx, obj, old):
+        return self.validate(ctx, obj)
+
+    def subresource_update(self, subresource, obj, old):
+        """A status write changes status and nothing else."""
+        if subresource != "status":
+            raise StatusError.method_not_allowed("update", subresource)
+        if "status" in obj:
+            old["status"] = obj["status"]
+        else:
+            old.pop("status", None)
+        return old
+
+    def prepare_for_delete(self, ctx, obj):
+        pass
+
+    def pending_finalizers(self, obj):
+        return False
+
+    def field_values(self, obj):
+        values = {}
+        for field in self.selectable_fields:
+            value = obj
+            for part in field.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            values[field] = _selector_text(value)
+        return values
+
+
+def _selector_text(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def immutable_field(new, old, path):
+    """The FieldError for changing a field that cannot change, or None."""
+    if new != old:
+        return FieldError.invalid(path, new, "field is immutable")
+    return None

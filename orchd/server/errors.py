@@ -1,0 +1,47 @@
+# -*- test-case-name: tests.server.test_errors -*-
+"""
+The one place an error becomes a response.
+
+A L{StatusError} raised anywhere is written as its v1 C{Status}; anything
+else is a bug: it is logged with its traceback and the client gets a
+generic 500 Status, never a Twisted HTML page.
+"""
+
+from twisted.internet.defer import CancelledError
+from twisted.logger import Logger
+
+from orchd.api import codecs
+from orchd.api.errors import StatusError
+from orchd.server.response import write_body
+
+log = Logger()
+
+
+def request_gone(request):
+    """True when the client left or the response is already complete."""
+    return request.finished or getattr(request, "_disconnected", False)
+
+
+def render_failure(failure, request):
+    """Errback for request handling: write the failure as a Status, once."""
+    if failure.check(CancelledError) or request_gone(request):
+        return None
+    if failure.check(StatusError):
+        error = failure.value
+        if error.code >= 500:
+            log.warn("{method} {path} failed: {message}", method=request.method,
+                     path=request.path, message=error.message)
+    else:
+        log.failure("Unhandled error for {method} {path}", failure,
+                    method=request.method, path=request.path)
+        error = StatusError.internal("an error on the server has prevented the request from "
+                                     "succeeding")
+    write_status(request, error)
+    return None
+
+
+def write_status(request, error):
+    """Write a StatusError: JSON, whatever the client asked for."""
+    for name, value in error.headers.items():
+        request.setHeader(name.encode("ascii"), value.encode("ascii"))
+    write_body(request, error.code, b"application/json", codecs.dumps_json(error.to_status()))

@@ -1,0 +1,13 @@
+"""One handler per verb; each takes a L{scope.RequestScope}."""
+
+from orchd.server.handlers import create, delete, get, list, patch, update
+
+VERB_HANDLERS = {
+    "get": get.handle,
+    "list": list.handle,
+    "create": create.handle,
+    "update": update.handle,
+    "patch": patch.handle,
+    "delete": delete.handle,
+    "deletecollection": delete.handle_collection,
+}

@@ -1,0 +1,122 @@
+# -*- test-case-name: tests.server.test_handlers -*-
+"""
+What every verb handler needs of one request: its body, options and answer.
+
+Handlers never know which kind they serve; the scope hands them the
+resource's registry (C{provider}) and reads the request uniformly.
+"""
+
+from orchd.api import codecs
+from orchd.api.errors import FieldError, StatusError
+from orchd.registry.context import RequestContext
+from orchd.server.response import write_object
+
+MAX_BODY = 3 * 1024 * 1024
+_TRUE = (b"true", b"1", b"True")
+_OPTIONS_GROUP = "meta.k8s.io"  # [COMPAT] clients match the option kinds' group
+
+
+class RequestScope:
+    """
+    @ivar info: the L{orchd.server.requestinfo.RequestInfo}.
+    @ivar kind: the L{orchd.api.kinds.KindInfo} of the resource.
+    @ivar provider: the resource's registry (e.g. a generic ResourceStore).
+    """
+
+    __slots__ = ("request", "info", "user", "kind", "provider", "ctx")
+
+    def __init__(self, request, info, user, kind, provider):
+        self.request = request
+        self.info = info
+        self.user = user
+        self.kind = kind
+        self.provider = provider
+        self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
+
+    # -- query --------------------------------------------------------------
+
+    def query(self, name, default=""):
+        values = self.request.args.get(name.encode("ascii"))
+        if not values:
+            return default
+        return values[0].decode("utf-8", "replace")
+
+    def query_bool(self, name):
+        values = self.request.args.get(name.encode("ascii"))
+        return bool(values) and values[0] in _TRUE
+
+    def query_int(self, name, default=0):
+        text = self.query(name)
+        if not text:
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise StatusError.bad_request(
+                f'invalid value for query parameter "{name}": "{text}" is not an integer'
+            ) from None
+
+    def write_options(self, options_kind):
+        """
+        Read C{dryRun}, C{fieldManager} and C{fieldValidation} of a write.
+
+        @param options_kind: C{CreateOptions}, C{UpdateOptions}, ... for messages.
+        """
+        errors = []
+        dry_run = self.request.args.get(b"dryRun", [])
+        for value in dry_run:
+            if value != b"All":
+                errors.append(FieldError.not_supported(
+                    "dryRun", value.decode("utf-8", "replace"), ["All"]))
+        manager = self.query("fieldManager") or None
+        if manager is not None and len(manager) > 128:
+            errors.append(FieldError.too_long("fieldManager", 128))
+        validation = self.query("fieldValidation")
+        if validation and validation not in ("Ignore", "Warn", "Strict"):
+            errors.append(FieldError.not_supported(
+                "fieldValidation", validation, ["Ignore", "Warn", "Strict"]))
+        if errors:
+            raise StatusError.invalid(options_kind, _OPTIONS_GROUP, "", errors)
+        self.ctx.dry_run = bool(dry_run)
+        self.ctx.field_manager = manager
+
+    # -- body ---------------------------------------------------------------
+
+    def body(self):
+        """The raw request body, refused past the size limit (413)."""
+        if getattr(self.request, "too_large", False):
+            raise StatusError.too_large(f"limit is {MAX_BODY}")
+        self.request.content.seek(0)
+        data = self.request.content.read()
+        if len(data) > MAX_BODY:
+            raise StatusError.too_large(f"limit is {MAX_BODY}")
+        return data
+
+    def read_object(self):
+        """The body as an object of this resource's kind (apiVersion/kind checked)."""
+        obj = codecs.decode_body(self.request.getHeader(b"content-type"), self.body())
+        self.check_kind(obj)
+        return obj
+
+    def check_kind(self, obj, kind=None):
+        """Fill in or check C{apiVersion} and C{kind} against the URL (400 on mismatch)."""
+        info = self.kind
+        kind = kind or info.kind
+        api_version = obj.get("apiVersion")
+        if not api_version:
+            obj["apiVersion"] = info.api_version
+        elif api_version != info.api_version:
+            raise StatusError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({info.api_version})")
+        body_kind = obj.get("kind")
+        if not body_kind:
+            obj["kind"] = kind
+        elif body_kind != kind:
+            raise StatusError.bad_request(
+                f"the kind in the data ({body_kind}) does not match the expected kind ({kind})")
+
+    # -- answer -------------------------------------------------------------
+
+    def respond(self, code, obj):
+        write_object(self.request, code, obj, self.ctx.warnings)

@@ -1,0 +1,16 @@
+# -*- test-case-name: tests.server.test_handlers -*-
+"""PUT of an object or of one of its subresources."""
+
+from orchd.api.errors import StatusError
+
+
+async def handle(scope):
+    info = scope.info
+    if not info.name:
+        raise StatusError.method_not_allowed("update", scope.kind.resource, scope.kind.group)
+    if info.subresource and info.subresource not in scope.kind.subresources:
+        raise StatusError.not_found(scope.kind.resource, scope.kind.group, info.name)
+    scope.write_options("UpdateOptions")
+    obj = scope.read_object()
+    result, created = await scope.provider.update(scope.ctx, info.name, obj, info.subresource)
+    scope.respond(201 if created else 200, result)

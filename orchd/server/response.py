@@ -1,0 +1,46 @@
+# -*- test-case-name: tests.server.test_handlers -*-
+"""Writing responses: objects in the negotiated media type, and plain text."""
+
+from orchd.api import codecs
+
+_TRUE = (b"true", b"1", b"True")
+
+
+def wants_pretty(request):
+    values = request.args.get(b"pretty")
+    return bool(values) and values[0] in _TRUE
+
+
+def write_object(request, code, obj, warnings=()):
+    """Answer with C{obj} encoded as the client's Accept header asks."""
+    media = codecs.negotiate(request.getHeader(b"accept"))
+    body = codecs.encode(obj, media, wants_pretty(request))
+    write_body(request, code, media.encode("ascii"), body, warnings)
+
+
+def write_body(request, code, content_type, body, warnings=()):
+    request.setResponseCode(code)
+    request.setHeader(b"content-type", content_type)
+    request.setHeader(b"cache-control", b"no-cache, private")
+    for text in warnings:
+        request.responseHeaders.addRawHeader(b"warning", warning_header(text))
+    request.setHeader(b"content-length", b"%d" % len(body))
+    request.write(body)
+    request.finish()
+
+
+def write_text(request, code, text):
+    """Plain-text answers (health checks), as operators read them."""
+    body = text.encode("utf-8")
+    request.setResponseCode(code)
+    request.setHeader(b"content-type", b"text/plain; charset=utf-8")
+    request.setHeader(b"x-content-type-options", b"nosniff")
+    request.setHeader(b"content-length", b"%d" % len(body))
+    request.write(body)
+    request.finish()
+
+
+def warning_header(text):
+    """An RFC 7234 C{Warning} value: code 299, agent C{-}, quoted text."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'.encode("utf-8")

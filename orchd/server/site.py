@@ -1,0 +1,150 @@
+# -*- test-case-name: tests.server.test_site -*-
+"""
+The API server's twisted.web Site: every request's way through the server.
+
+request info -> authentication -> in-flight limit -> authorization -> route:
+health, discovery and OpenAPI for non-resource paths, the verb handler for
+resource requests. Errors from any step are written once, as a Status.
+"""
+
+from io import BytesIO
+from urllib.parse import parse_qsl, unquote
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Request, Site
+
+from orchd.api.errors import StatusError
+from orchd.server.errors import render_failure
+from orchd.server.filters.authorization import AuthorizationFilter
+from orchd.server.filters.limits import InflightLimiter
+from orchd.server.handlers import VERB_HANDLERS
+from orchd.server.handlers.scope import MAX_BODY, RequestScope
+from orchd.server.health import ENDPOINTS
+from orchd.server.requestinfo import parse_request_info
+
+_NOT_FOUND = "the server could not find the requested resource"
+
+
+class APIRequest(Request):
+    """
+    A request whose body is capped: past the limit it is dropped, not kept.
+
+    The body is held in memory (the cap keeps that small) rather than in the
+    temporary file twisted.web would otherwise use for large bodies.
+    """
+
+    too_large = False
+    _received = 0
+
+    def gotLength(self, length):
+        if length is not None and length > MAX_BODY:
+            self.too_large = True
+        self.content = BytesIO()
+
+    def handleContentChunk(self, data):
+        if self.too_large:
+            return
+        self._received += len(data)
+        if self._received > MAX_BODY:
+            self.too_large = True
+            self.content = BytesIO()
+            return
+        self.content.write(data)
+
+
+class APISite(Site):
+    """The API server's Site; requests are logged by the server, not per hit."""
+
+    requestFactory = APIRequest
+    displayTracebacks = False
+
+    def log(self, request):
+        pass
+
+
+class APIServer(Resource):
+    """
+    The root resource: one leaf that routes every path itself.
+
+    @param catalog: the L{orchd.registry.catalog.Catalog} of enabled resources.
+    @param authenticator: an L{orchd.auth.interfaces.IAuthenticator}.
+    @param authorizer: an L{orchd.auth.interfaces.IAuthorizer}.
+    @param health: the L{orchd.server.health.Health} checks.
+    @param discovery: the discovery and OpenAPI routes.
+    """
+
+    isLeaf = True
+    log = Logger()
+
+    def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None):
+        super().__init__()
+        self.catalog = catalog
+        self.authenticator = authenticator
+        self.authorization = AuthorizationFilter(authorizer)
+        self.health = health
+        self.discovery = discovery
+        self.limiter = limiter or InflightLimiter()
+
+    def render(self, request):
+        d = Deferred.fromCoroutine(self._serve(request))
+        d.addErrback(render_failure, request)
+        return NOT_DONE_YET
+
+    async def _serve(self, request):
+        _read_query(request)
+        raw = request.path
+        path = unquote(raw.decode("utf-8", "replace")) if b"%" in raw else raw.decode("latin-1")
+        info = parse_request_info(request.method, path, request.args)
+        user = await self.authenticator.authenticate(request)
+        slot = self.limiter.acquire(info)
+        try:
+            await self.authorization.check(user, info)
+            if info.is_resource_request:
+                await self._serve_resource(request, info, user)
+            else:
+                await self._serve_path(request, path)
+        finally:
+            self.limiter.release(slot)
+
+    async def _serve_resource(self, request, info, user):
+        found = self.catalog.lookup(info.api_group, info.api_version, info.resource)
+        if found is None:
+            raise StatusError(404, "NotFound", _NOT_FOUND)
+        kind, provider = found
+        if kind.namespaced and not info.namespace and info.verb not in ("list", "watch"):
+            # Across namespaces a namespaced resource can only be read as a collection.
+            if info.name:
+                raise StatusError(404, "NotFound", _NOT_FOUND)
+            raise StatusError.method_not_allowed(info.verb, kind.resource, kind.group)
+        handler = VERB_HANDLERS.get(info.verb)
+        verb_allowed = info.verb in kind.verbs or (
+            info.subresource and info.subresource in kind.subresources)
+        if handler is None or not verb_allowed:
+            raise StatusError.method_not_allowed(info.verb or request.method.decode(),
+                                                 kind.resource, kind.group)
+        await handler(RequestScope(request, info, user, kind, provider))
+
+    async def _serve_path(self, request, path):
+        segments = [s for s in path.split("/") if s]
+        if segments and segments[0] in ENDPOINTS:
+            await self.health.serve(request, segments[0], "/".join(segments[1:]))
+            return
+        if not await self.discovery.serve(request, segments):
+            raise StatusError(404, "NotFound", _NOT_FOUND)
+
+
+def _read_query(request):
+    """
+    Parse the query as the API reads it.
+
+    twisted.web drops parameters without C{=} (C{?verbose}, C{?watch}) and
+    also splits on C{;}; API clients expect neither.
+    """
+    _, sep, query = request.uri.partition(b"?")
+    if sep:
+        args = {}
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            args.setdefault(key, []).append(value)
+        request.args = args

@@ -1,0 +1,34 @@
+# -*- test-case-name: tests.integration.test_tls -*-
+"""
+TLS for listeners: the serving certificate, and client certificates checked
+against the client CA during the handshake.
+
+A client certificate is optional (anonymous and token clients have none),
+but one that is presented must chain to a client CA, or the handshake
+fails; the x509 authenticator can then trust whatever certificate arrived.
+"""
+
+from OpenSSL import crypto
+from twisted.internet.ssl import Certificate, CertificateOptions, TLSVersion
+
+from orchd.app.certs import split_pem_certificates
+
+
+def server_tls_options(cert_pem, key_pem, client_ca_pems):
+    """
+    @param cert_pem: the serving certificate, then any intermediate chain.
+    @param client_ca_pems: PEM CA certificates trusted for client certificates.
+    """
+    chain = [crypto.load_certificate(crypto.FILETYPE_PEM, pem)
+             for pem in split_pem_certificates(cert_pem)]
+    key = crypto.load_privatekey(crypto.FILETYPE_PEM, key_pem)
+    cas = [Certificate.loadPEM(pem).original for pem in client_ca_pems]
+    return CertificateOptions(
+        privateKey=key,
+        certificate=chain[0],
+        extraCertChain=chain[1:],
+        verify=True,
+        caCerts=cas,
+        requireCertificate=False,
+        raiseMinimumTo=TLSVersion.TLSv1_2,
+    )

@@ -1,0 +1,37 @@
+"""Packaging for orchd; a plain install also places the twistd plugin."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="orchd",
+    version="0.1.0",
+    description="A small, secure control plane for container orchestration",
+    long_description=open("README.rst", encoding="utf-8").read(),
+    long_description_content_type="text/x-rst",
+    python_requires=">=3.11",
+    packages=find_packages(include=["orchd", "orchd.*"]) + ["twisted.plugins"],
+    package_data={"twisted": ["plugins/orchd_plugin.py"]},
+    include_package_data=True,
+    install_requires=[
+        "twisted[tls]>=24.7",
+        "treq>=24.9",
+        "pyopenssl>=24.0",
+        "service-identity>=24.1",
+        "pyjwt[crypto]>=2.8",
+        "cryptography>=42",
+        "plyvel>=1.5",
+        "pyyaml>=6.0",
+        # orjson: encodes and decodes JSON an order of magnitude faster than
+        # the standard library on every request path.
+        "orjson>=3.9",
+        # jsonpatch: a complete, maintained RFC 6902 implementation.
+        "jsonpatch>=1.33",
+        "zope.interface>=6.0",
+    ],
+    extras_require={
+        "test": [
+            "hypothesis>=6.100",
+            "kubernetes>=29.0",
+        ],
+    },
+)

@@ -1,0 +1,92 @@
+"""Shared test fixtures: an API server over a memory store, driven in memory."""
+
+import orjson
+from treq.testing import StubTreq
+from twisted.internet.task import Clock
+from zope.interface import implementer
+
+from orchd.api.versions import enabled_kinds
+from orchd.auth.authz.always import AlwaysAllow, PrivilegedGroups
+from orchd.auth.authz.public import AnonymousPublicInfo
+from orchd.auth.authz.union import UnionAuthorizer
+from orchd.auth.interfaces import IAuthenticator
+from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
+from orchd.registry.catalog import Catalog
+from orchd.server.discovery import DiscoveryRoutes
+from orchd.server.health import Health
+from orchd.server.site import APIServer
+from orchd.storage.memory import MemoryStore
+
+ADMIN = UserInfo("orch-admin", (MASTERS, AUTHENTICATED))
+ALICE = UserInfo("alice", ("devs", AUTHENTICATED))
+
+
+@implementer(IAuthenticator)
+class FixedUser:
+    """Authenticates every request as one user (tests only); None means anonymous."""
+
+    def __init__(self, user):
+        self.user = user
+
+    async def authenticate(self, request):
+        return self.user or ANONYMOUS_USER
+
+
+class APIHarness:
+    """
+    A whole API server over a L{MemoryStore}, reached through StubTreq.
+
+    Every Deferred fires synchronously, so tests read results at once.
+    """
+
+    def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
+                 system_namespaces=True):
+        self.clock = Clock()
+        self.clock.advance(1_700_000_000)
+        self.store = store or MemoryStore()
+        self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock)
+        self.health = Health(self.clock)
+        self.authenticator = FixedUser(user)
+        if authorizers is None:
+            authorizers = [PrivilegedGroups(), AnonymousPublicInfo(), AlwaysAllow()]
+        self.resource = APIServer(
+            self.catalog, self.authenticator, UnionAuthorizer(authorizers), self.health,
+            DiscoveryRoutes(self.catalog.served_kinds))
+        self.treq = StubTreq(self.resource)
+        if system_namespaces:
+            for name in ("default", "orch-system", "orch-public", "orch-node-lease"):
+                self.call("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+
+    def as_user(self, user):
+        self.authenticator.user = user
+        return self
+
+    def call(self, method, path, body=None, headers=None, content_type=b"application/json"):
+        """
+        Make one request; returns C{(code, decoded JSON or text, response headers)}.
+        """
+        all_headers = dict(headers or {})
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else orjson.dumps(body)
+            all_headers.setdefault(b"content-type", content_type)
+        response = _result(self.treq.request(method, "https://orchd" + path, data=data,
+                                             headers=all_headers))
+        raw = _result(self.treq.content(response))
+        ctype = response.headers.getRawHeaders(b"content-type", [b""])[0]
+        if ctype.startswith(b"application/json"):
+            payload = orjson.loads(raw) if raw else None
+        else:
+            payload = raw.decode("utf-8")
+        self.treq.flush()
+        return response.code, payload, response.headers
+
+
+def _result(d):
+    results = []
+    d.addBoth(results.append)
+    if not results:
+        raise AssertionError(f"Deferred {d!r} has not fired")
+    if hasattr(results[0], "raiseException"):
+        results[0].raiseException()
+    return results[0]
