@@ -32,6 +32,7 @@ setup(
         "test": [
             "hypothesis>=6.100",
             "kubernetes>=29.0",
+            "openapi-spec-validator>=0.7",
         ],
     },
 )

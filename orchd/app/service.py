@@ -9,6 +9,7 @@ credentials) stop the process with one line naming them.
 """
 
 import os
+import sys
 
 from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, DeferredList
@@ -37,8 +38,16 @@ PROGRAM = "twistd orchd"
 
 
 def fail(message):
-    """Stop start-up with one line on stderr and a non-zero exit status."""
-    return SystemExit(f"{PROGRAM}: error: {message}")
+    """
+    Stop start-up with one line on stderr and a non-zero exit status.
+
+    The line goes to the process's real stderr: once twistd has started
+    logging, C{sys.stderr} feeds the log instead.
+    """
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"{PROGRAM}: error: {message}\n")
+    stream.flush()
+    return SystemExit(2)
 
 
 def make_service(config, reactor=None):
@@ -129,11 +138,11 @@ class ControlPlane(MultiService):
         super().startService()
         port = self.port.getHost().port
         self.url = server_url(self.config.bind_address, port)
-        self.log.info("API server listening on {url}", url=self.url)
         try:
             self.pki.write_admin_orchconfig(port, self.config.bind_address)
         except (OSError, PKIError, OrchConfigError) as e:
             self.log.error("Cannot write the admin orchconfig: {error}", error=e)
+        self.log.info("API server listening on {url}", url=self.url)
         self._log_check.start()
         d = Deferred.fromCoroutine(self._bootstrap())
         d.addErrback(lambda f: self.log.failure("Start-up steps failed", f))

@@ -347,7 +347,9 @@ class ResourceStore:
         attributes = AdmissionAttributes(UPDATE, info, ctx.namespace, name, obj, old, ctx.user,
                                          subresource=subresource, dry_run=ctx.dry_run)
         await self.admission.admit(attributes)
-        strategy.prepare_for_update(ctx, obj, old)
+        if not subresource:
+            # A subresource write was already shaped by subresource_update.
+            strategy.prepare_for_update(ctx, obj, old)
         if _spec(obj) != _spec(old):
             meta["generation"] = meta["generation"] + 1
         errors = metadata.validate_object_meta(meta, info.namespaced, info.name_rule)

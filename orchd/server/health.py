@@ -12,7 +12,7 @@ import inspect
 import sys
 
 from twisted.internet import threads
-from twisted.internet.defer import Deferred, TimeoutError
+from twisted.internet.defer import Deferred, TimeoutError, maybeDeferred
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
@@ -60,6 +60,7 @@ class LogCheck:
 
     INTERVAL = 60.0
     LIMIT = 120.0
+    log = Logger()
 
     def __init__(self, clock, reactor=None, streams=None):
         self._clock = clock
@@ -78,14 +79,16 @@ class LogCheck:
 
     def _flush(self):
         if self._reactor is None:
-            self._flush_streams()
-            self._last = self._clock.seconds()
-            return None
-        d = threads.deferToThreadPool(self._reactor, self._reactor.getThreadPool(),
-                                      self._flush_streams)
-        d.addCallback(lambda _: setattr(self, "_last", self._clock.seconds()))
-        d.addErrback(lambda _: None)
-        return None
+            d = maybeDeferred(self._flush_streams)
+        else:
+            d = threads.deferToThreadPool(self._reactor, self._reactor.getThreadPool(),
+                                          self._flush_streams)
+        d.addCallbacks(self._flushed, lambda f: self.log.warn(
+            "Flushing the log failed: {error}", error=f.value))
+        # Never returned: a flush that hangs must not stop the loop's clock.
+
+    def _flushed(self, _):
+        self._last = self._clock.seconds()
 
     def _flush_streams(self):
         for stream in self._streams or (sys.stdout, sys.stderr):

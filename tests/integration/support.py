@@ -1,0 +1,68 @@
+"""Real servers for integration tests: TLS on a free port, LevelDB in a temp dir."""
+
+import shutil
+
+import orjson
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.web.client import HTTPConnectionPool
+
+from orchd.app.config import Config
+from orchd.app.service import make_service
+from orchd.client.tls import client_from_orchconfig
+
+
+class RunningControlPlane:
+    """A started control plane and an admin client for it."""
+
+    def __init__(self, test, data_dir=None, **settings):
+        self.test = test
+        self.data_dir = data_dir or test.mktemp()
+        self.config = Config(data_dir=self.data_dir, secure_port=0, **settings)
+        self.top = make_service(self.config, reactor)
+        self.plane = next(iter(self.top))
+        self.pool = HTTPConnectionPool(reactor, persistent=True)
+        self.client = None
+        self.url = None
+        self.stopped = False
+
+    async def start(self):
+        self.top.privilegedStartService()
+        self.top.startService()
+        self.test.addCleanup(self.stop)
+        await self.plane.ready
+        self.url = self.plane.url
+        self.client, _ = client_from_orchconfig(self.plane.pki.admin_orchconfig_path, reactor,
+                                                self.pool)
+        return self
+
+    async def stop(self):
+        if self.stopped:
+            return
+        self.stopped = True
+        await self.pool.closeCachedConnections()
+        await self.top.stopService()
+
+    async def call(self, method, path, body=None, headers=None, client=None):
+        """One request; returns C{(code, decoded body)}."""
+        all_headers = {b"content-type": [b"application/json"]}
+        all_headers.update(headers or {})
+        data = orjson.dumps(body) if body is not None and not isinstance(body, bytes) else body
+        response = await (client or self.client).request(
+            method, self.url + path, data=data, headers=all_headers)
+        raw = await response.content()
+        ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
+        if ctype.startswith(b"application/json") and raw:
+            return response.code, orjson.loads(raw)
+        return response.code, raw.decode("utf-8", "replace")
+
+
+def kubectl():
+    """The kubectl binary, or None (tests that need it skip)."""
+    return shutil.which("kubectl")
+
+
+def sleep(seconds):
+    d = Deferred()
+    reactor.callLater(seconds, d.callback, None)
+    return d

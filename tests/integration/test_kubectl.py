@@ -1,0 +1,131 @@
+"""Unmodified kubectl against orchd: get, create -f, apply -f, patch, delete, -o yaml."""
+
+import json
+import os
+
+import yaml
+from twisted.internet import utils
+from twisted.trial.unittest import SkipTest, TestCase
+
+from tests.integration.support import RunningControlPlane, kubectl
+
+KUBECTL = kubectl()
+
+
+class KubectlTests(TestCase):
+    timeout = 120
+
+    async def setUp(self):
+        if KUBECTL is None:
+            raise SkipTest("kubectl is not installed")
+        self.server = await RunningControlPlane(self).start()
+        self.home = os.path.abspath(self.mktemp())
+        os.makedirs(self.home)
+
+    async def kubectl(self, *args, stdin=None, ok=True):
+        """Run kubectl; returns (exit code, stdout, stderr)."""
+        argv = ["--kubeconfig", self.server.plane.pki.admin_orchconfig_path, *args]
+        env = {"HOME": self.home, "PATH": os.environ.get("PATH", "")}
+        if stdin is not None:
+            path = os.path.join(self.home, f"input-{len(os.listdir(self.home))}.yaml")
+            with open(path, "w") as f:
+                f.write(stdin if isinstance(stdin, str) else yaml.safe_dump_all(stdin))
+            argv = [a if a != "-" else path for a in argv]
+        out, err, code = await utils.getProcessOutputAndValue(KUBECTL, argv, env=env)
+        if ok:
+            self.assertEqual(code, 0, f"kubectl {' '.join(args)}: {err.decode()}")
+        return code, out.decode(), err.decode()
+
+    async def get_json(self, *args):
+        _, out, _ = await self.kubectl("get", *args, "-o", "json")
+        return json.loads(out)
+
+    async def test_api_resources_lists_every_kind(self):
+        """kubectl api-resources lists every served kind."""
+        _, out, _ = await self.kubectl("api-resources", "--no-headers")
+        listed = {line.split()[0] for line in out.splitlines() if line.strip()}
+        served = {info.resource for info in self.server.plane.catalog.served_kinds}
+        self.assertEqual(served - listed, set())
+
+    async def test_namespaces(self):
+        """Namespaces: create -f, get, get -o yaml, label, delete."""
+        await self.kubectl("create", "-f", "-", stdin=[
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}])
+        _, out, _ = await self.kubectl("get", "namespaces")
+        self.assertIn("team-a", out)
+        _, out, _ = await self.kubectl("get", "namespace", "team-a", "-o", "yaml")
+        ns = yaml.safe_load(out)
+        self.assertEqual(ns["metadata"]["labels"]["orch.io/metadata.name"], "team-a")
+        await self.kubectl("label", "namespace", "team-a", "tier=gold")
+        self.assertEqual((await self.get_json("ns", "team-a"))["metadata"]["labels"]["tier"],
+                         "gold")
+        _, out, _ = await self.kubectl("delete", "namespace", "team-a", "--wait=false")
+        self.assertIn('namespace "team-a" deleted', out)
+
+    async def test_configmaps_every_verb(self):
+        """ConfigMaps: create -f, apply -f twice, three patch types, get -o yaml, delete."""
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "demo", "namespace": "default"}, "data": {"a": "1"}}
+        _, out, _ = await self.kubectl("create", "-f", "-", stdin=[manifest])
+        self.assertIn("configmap/demo created", out)
+        manifest["data"]["a"] = "2"
+        _, out, _ = await self.kubectl("apply", "-f", "-", stdin=[manifest])
+        self.assertIn("configmap/demo", out)
+        manifest["data"] = {"b": "3"}
+        await self.kubectl("apply", "-f", "-", stdin=[manifest])
+        self.assertEqual((await self.get_json("cm", "demo"))["data"], {"b": "3"})
+        await self.kubectl("patch", "cm", "demo", "-p", '{"data":{"s":"strategic"}}')
+        await self.kubectl("patch", "cm", "demo", "--type=merge", "-p", '{"data":{"m":"merge"}}')
+        await self.kubectl("patch", "cm", "demo", "--type=json",
+                           "-p", '[{"op":"add","path":"/data/j","value":"json"}]')
+        self.assertEqual((await self.get_json("cm", "demo"))["data"],
+                         {"b": "3", "s": "strategic", "m": "merge", "j": "json"})
+        _, out, _ = await self.kubectl("get", "cm", "demo", "-o", "yaml")
+        self.assertEqual(yaml.safe_load(out)["metadata"]["name"], "demo")
+        _, out, _ = await self.kubectl("delete", "cm", "demo")
+        self.assertIn('configmap "demo" deleted', out)
+        code, _, err = await self.kubectl("get", "cm", "demo", ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn('configmaps "demo" not found', err)
+
+    async def test_secrets(self):
+        """Secrets: create -f with stringData, apply, patch, get -o yaml, delete."""
+        secret = {"apiVersion": "v1", "kind": "Secret",
+                  "metadata": {"name": "creds", "namespace": "default"},
+                  "stringData": {"password": "s3cret"}}
+        await self.kubectl("create", "-f", "-", stdin=[secret])
+        got = await self.get_json("secret", "creds")
+        self.assertEqual(got["data"], {"password": "czNjcmV0"})
+        self.assertEqual(got["type"], "Opaque")
+        secret["stringData"] = {"password": "other"}
+        await self.kubectl("apply", "-f", "-", stdin=[secret])
+        await self.kubectl("patch", "secret", "creds", "--type=merge",
+                           "-p", '{"metadata":{"labels":{"x":"y"}}}')
+        _, out, _ = await self.kubectl("get", "secret", "creds", "-o", "yaml")
+        got = yaml.safe_load(out)
+        self.assertEqual((got["data"]["password"], got["metadata"]["labels"]),
+                         ("b3RoZXI=", {"x": "y"}))
+        await self.kubectl("delete", "secret", "creds")
+
+    async def test_controllerrevisions(self):
+        """ControllerRevisions: create, metadata patch, data change refused, delete."""
+        revision = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                    "metadata": {"name": "rev-1", "namespace": "default"},
+                    "revision": 1, "data": {"replicas": 2}}
+        await self.kubectl("create", "-f", "-", stdin=[revision])
+        await self.kubectl("patch", "controllerrevision", "rev-1", "--type=merge",
+                           "-p", '{"metadata":{"labels":{"app":"web"}}}')
+        code, _, err = await self.kubectl("patch", "controllerrevision", "rev-1", "--type=merge",
+                                          "-p", '{"data":{"replicas":3}}', ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn("field is immutable", err)
+        revision["data"] = {"replicas": 5}
+        code, _, err = await self.kubectl("apply", "-f", "-", stdin=[revision], ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn("field is immutable", err)
+        got = await self.get_json("controllerrevision", "rev-1")
+        self.assertEqual((got["data"], got["metadata"]["labels"]), ({"replicas": 2}, {"app": "web"}))
+        _, out, _ = await self.kubectl("get", "controllerrevisions", "-o", "yaml")
+        self.assertEqual(yaml.safe_load(out)["items"][0]["revision"], 1)
+        await self.kubectl("delete", "controllerrevision", "rev-1")
+        self.assertEqual((await self.get_json("controllerrevisions"))["items"], [])
