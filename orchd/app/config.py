@@ -295,6 +295,8 @@ class Config:
                             "Comma-separated etcd client URLs, with --storage-backend=etcd.",
                             default=())
     etcd_prefix = _setting(_string, "/registry", "Key prefix of every object in the store.")
+    etcd_compaction_interval = _setting(_interval, "5m0s", "How often the store forgets change "
+                                        "history older than one interval; 0 never.")
     service_cluster_ip_range = _setting(_cidr, "10.96.0.0/12",
                                         "CIDR of Service cluster IPs (IPv4 or IPv6).")
     no_orchlet = _setting(parse_bool, "false", "Run no node agent in this process.")

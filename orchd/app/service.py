@@ -32,6 +32,7 @@ from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
+from orchd.storage.compactor import Compactor
 from orchd.storage.leveldb import LevelDBStore
 
 PROGRAM = "twistd orchd"
@@ -111,6 +112,7 @@ class ControlPlane(MultiService):
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
         )
         self.site = APISite(resource, reactor=reactor)
+        Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
         for controller in build_controllers(self.controller_names, self.catalog, reactor):
             controller.setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,

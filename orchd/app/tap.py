@@ -13,6 +13,7 @@ import sys
 from twisted.python import usage
 
 from orchd.app.config import BOOLEAN_FLAGS, SETTINGS, SETTINGS_BY_FLAG, Config, ConfigError
+from orchd.app.service import make_service
 
 PROGRAM = "twistd orchd"
 
@@ -84,6 +85,5 @@ class Options(usage.Options):
 
 def makeService(options):
     """The service tree; wired in orchd.app.service."""
-    from orchd.app.service import make_service
     config = getattr(options, "settings", None) or Config.load(options)
     return make_service(config)

@@ -8,7 +8,6 @@ import io
 import ipaddress
 import os
 import sys
-import types
 
 import attr
 import yaml
@@ -60,9 +59,7 @@ class OptionsTests(SynchronousTestCase):
     def test_make_service_passes_config(self):
         """makeService hands the loaded Config to orchd.app.service.make_service."""
         received = []
-        fake = types.ModuleType("orchd.app.service")
-        fake.make_service = lambda config: received.append(config) or "service"
-        self.patch(sys, "modules", dict(sys.modules, **{"orchd.app.service": fake}))
+        self.patch(tap, "make_service", lambda config: received.append(config) or "service")
         options = Options()
         options.parseOptions(["--secure-port=0"])
         self.assertEqual(tap.makeService(options), "service")

@@ -2,7 +2,6 @@
 
 import os
 
-from OpenSSL import SSL
 from treq.client import HTTPClient
 from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
