@@ -14,7 +14,6 @@ import time
 import uuid
 
 import orjson
-from twisted.logger import Logger
 
 from orchd.admission.interfaces import CREATE, DELETE, UPDATE, AdmissionAttributes
 from orchd.api import meta as metadata
@@ -52,8 +51,6 @@ class ResourceStore:
     @param clock: an C{IReactorTime}, for timestamps.
     @param admission: an L{orchd.admission.chain.AdmissionChain}.
     """
-
-    log = Logger()
 
     def __init__(self, info, strategy, store, clock, admission, random_source=None):
         self.info = info
@@ -106,7 +103,7 @@ class ResourceStore:
         """
         info = self.info
         prefix = info.key_prefix(ctx.namespace if info.namespaced else None)
-        revision, start = self._list_start(options, prefix)
+        revision, start = self._list_start(options)
         label_selector, field_selector = options.label_selector, options.field_selector
         filtered = bool(
             (label_selector is not None and not label_selector.empty)
@@ -155,7 +152,7 @@ class ResourceStore:
         return {"kind": info.list_kind, "apiVersion": info.api_version,
                 "metadata": list_meta, "items": items}
 
-    def _list_start(self, options, prefix):
+    def _list_start(self, options):
         if options.continue_token:
             revision, start = decode_continue(options.continue_token)
             return revision, self.info.key_prefix() + start

@@ -16,6 +16,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from orchd.api.errors import StatusError
+from orchd.api.kinds import SUBRESOURCE_VERBS
 from orchd.server.errors import render_failure
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.limits import InflightLimiter
@@ -118,10 +119,14 @@ class APIServer(Resource):
             if info.name:
                 raise StatusError(404, "NotFound", _NOT_FOUND)
             raise StatusError.method_not_allowed(info.verb, kind.resource, kind.group)
+        if info.subresource:
+            if info.subresource not in kind.subresources:
+                raise StatusError(404, "NotFound", _NOT_FOUND)
+            allowed = SUBRESOURCE_VERBS.get(info.subresource, ())
+        else:
+            allowed = kind.verbs
         handler = VERB_HANDLERS.get(info.verb)
-        verb_allowed = info.verb in kind.verbs or (
-            info.subresource and info.subresource in kind.subresources)
-        if handler is None or not verb_allowed:
+        if handler is None or info.verb not in allowed:
             raise StatusError.method_not_allowed(info.verb or request.method.decode(),
                                                  kind.resource, kind.group)
         await handler(RequestScope(request, info, user, kind, provider))

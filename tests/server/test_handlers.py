@@ -489,3 +489,44 @@ class AuthorizationTests(SynchronousTestCase):
         self.assertEqual(status["message"], 'configmaps "a" is forbidden: User "alice" cannot get '
                          'resource "configmaps" in API group "" in the namespace "default": '
                          "Everything is forbidden.")
+
+
+class SubresourceTests(SynchronousTestCase):
+    PODS = "/api/v1/namespaces/default/pods"
+
+    def setUp(self):
+        self.api = APIHarness()
+        code, self.pod, _ = self.api.call("POST", self.PODS, {
+            "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"}})
+        self.assertEqual(code, 201)
+
+    def test_create_drops_status(self):
+        """Status of a kind with a status subresource is not set by create."""
+        self.assertNotIn("status", self.pod)
+
+    def test_status_only_through_subresource(self):
+        """The main resource keeps status; the status subresource changes only status."""
+        body = dict(self.pod, status={"phase": "Failed"})
+        _, obj, _ = self.api.call("PUT", self.PODS + "/p", body)
+        self.assertNotIn("status", obj)
+        body = dict(self.pod, status={"phase": "Running"})
+        body["metadata"] = dict(body["metadata"], labels={"ignored": "yes"})
+        code, obj, _ = self.api.call("PUT", self.PODS + "/p/status", body)
+        self.assertEqual((code, obj["status"]), (200, {"phase": "Running"}))
+        self.assertNotIn("labels", obj["metadata"])
+        self.assertEqual(obj["metadata"]["generation"], 1)
+        code, obj, _ = self.api.call("PATCH", self.PODS + "/p/status",
+                                     {"status": {"phase": "Succeeded"}}, content_type=MERGE_PATCH)
+        self.assertEqual((code, obj["status"]["phase"]), (200, "Succeeded"))
+        self.assertEqual(self.api.call("GET", self.PODS + "/p/status")[1]["status"]["phase"],
+                         "Succeeded")
+
+    def test_unknown_subresource_is_404(self):
+        """A subresource the kind does not have is 404."""
+        self.assertEqual(self.api.call("GET", CM + "/a/status")[0], 404)
+
+    def test_subresource_verbs(self):
+        """A subresource allows only its own verbs."""
+        self.assertEqual(self.api.call("GET", "/api/v1/namespaces/default/finalize")[0], 405)
+        self.assertEqual(self.api.call("DELETE", self.PODS + "/p/status")[0], 405)

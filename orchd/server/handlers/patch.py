@@ -29,8 +29,6 @@ async def handle(scope):
     info = scope.info
     if not info.name:
         raise StatusError.method_not_allowed("patch", scope.kind.resource, scope.kind.group)
-    if info.subresource and info.subresource not in scope.kind.subresources:
-        raise StatusError.not_found(scope.kind.resource, scope.kind.group, info.name)
     media = codecs.media_type(scope.request.getHeader(b"content-type") or b"")
     if media not in PATCH_TYPES:
         raise StatusError.unsupported_media_type(media, PATCH_TYPES)

@@ -8,8 +8,6 @@ async def handle(scope):
     info = scope.info
     if not info.name:
         raise StatusError.method_not_allowed("update", scope.kind.resource, scope.kind.group)
-    if info.subresource and info.subresource not in scope.kind.subresources:
-        raise StatusError.not_found(scope.kind.resource, scope.kind.group, info.name)
     scope.write_options("UpdateOptions")
     obj = scope.read_object()
     result, created = await scope.provider.update(scope.ctx, info.name, obj, info.subresource)
