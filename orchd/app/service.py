@@ -57,9 +57,10 @@ def make_service(config, reactor=None):
         from twisted.internet import reactor
     if config.storage_backend != "leveldb":
         raise fail(f"--storage-backend={config.storage_backend} is not available in this version")
+    if config.orchlet_only:
+        raise fail("--orchlet-only: the node agent is not available in this version")
     top = MultiService()
-    if not config.orchlet_only:
-        ControlPlane(config, reactor).setServiceParent(top)
+    ControlPlane(config, reactor).setServiceParent(top)
     return top
 
 

@@ -29,6 +29,7 @@ class Catalog:
         self.clock = clock
         self.admission = AdmissionChain((NamespaceLifecycle(self.get_namespace),) + tuple(plugins))
         self._resources = {}
+        self._preferred = {}
         virtual = virtual or {}
         for info in self.kinds:
             if info.stored:
@@ -38,6 +39,7 @@ class Catalog:
             else:
                 continue
             self._resources[(info.group, info.version, info.resource)] = (info, provider)
+            self._preferred.setdefault((info.group, info.resource), provider)
 
     @property
     def served_kinds(self):
@@ -50,10 +52,7 @@ class Catalog:
 
     def resource(self, group, resource):
         """The provider of a resource in its preferred (first enabled) version."""
-        for (g, _, r), (_, provider) in self._resources.items():
-            if g == group and r == resource:
-                return provider
-        return None
+        return self._preferred.get((group, resource))
 
     def namespaced_stores(self):
         """One generic store per stored, namespaced resource (each storage prefix once)."""

@@ -99,6 +99,20 @@ class ServerTests(TestCase):
         self.assertEqual(document["swagger"], "2.0")
 
 
+class AnonymousOffTests(TestCase):
+    timeout = 60
+
+    async def test_no_credentials_is_401(self):
+        """With --anonymous-auth=false a request without credentials is 401, even for health."""
+        server = await RunningControlPlane(self, anonymous_auth=False).start()
+        pool = HTTPConnectionPool(reactor, persistent=False)
+        ca = load_orchconfig(server.plane.pki.admin_orchconfig_path).ca_pem
+        anonymous = HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(ca), pool=pool))
+        code, status = await server.call("GET", "/livez", client=anonymous)
+        self.assertEqual((code, status["reason"]), (401, "Unauthorized"))
+        self.assertEqual((await server.call("GET", "/livez"))[0], 200)
+
+
 class LifecycleTests(TestCase):
     timeout = 60
 

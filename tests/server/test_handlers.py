@@ -530,3 +530,33 @@ class SubresourceTests(SynchronousTestCase):
         """A subresource allows only its own verbs."""
         self.assertEqual(self.api.call("GET", "/api/v1/namespaces/default/finalize")[0], 405)
         self.assertEqual(self.api.call("DELETE", self.PODS + "/p/status")[0], 405)
+
+
+class VersionEnablementTests(SynchronousTestCase):
+    FLOW = "/apis/flowcontrol.apiserver.orch.io/v1beta2/flowschemas"
+
+    def test_beta_off_by_default(self):
+        """A beta version is not served unless --runtime-config turns it on."""
+        api = APIHarness()
+        self.assertEqual(api.call("GET", self.FLOW)[0], 404)
+        _, groups, _ = api.call("GET", "/apis")
+        self.assertNotIn("flowcontrol.apiserver.orch.io", [g["name"] for g in groups["groups"]])
+
+    def test_runtime_config_enables_version(self):
+        """--runtime-config=<group>/<version> serves the version."""
+        api = APIHarness(runtime_config="flowcontrol.apiserver.orch.io/v1beta2")
+        self.assertEqual(api.call("GET", self.FLOW)[0], 200)
+        code, _, _ = api.call("POST", self.FLOW, {"metadata": {"name": "f"}, "spec": {}})
+        self.assertEqual(code, 201)
+
+    def test_runtime_config_disables_version(self):
+        """<group>/<version>=false stops serving a stable version."""
+        api = APIHarness(runtime_config="batch/v1=false")
+        self.assertEqual(api.call("GET", "/apis/batch/v1/namespaces/default/jobs")[0], 404)
+
+    def test_no_pod_security_policy(self):
+        """PodSecurityPolicy does not exist."""
+        api = APIHarness(runtime_config="api/all=true")
+        self.assertEqual(api.call("GET", "/apis/policy/v1beta1/podsecuritypolicies")[0], 404)
+        _, resources, _ = api.call("GET", "/apis/policy/v1")
+        self.assertNotIn("podsecuritypolicies", [r["name"] for r in resources["resources"]])
