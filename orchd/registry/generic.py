@@ -18,6 +18,7 @@ import orjson
 from orchd.admission.interfaces import CREATE, DELETE, UPDATE, AdmissionAttributes
 from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
+from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.registry.options import decode_continue, encode_continue
 from orchd.storage.interfaces import (
     CompactedError, ConflictError, FutureRevisionError, KeyExistsError, KeyNotFoundError,
@@ -396,6 +397,10 @@ class ResourceStore:
             await self.admission.validate(attributes)
             meta = obj["metadata"]
             self.strategy.prepare_for_delete(ctx, obj)
+            finalizers = _propagation_finalizers(
+                meta.get("finalizers") or [], options.propagation_policy if options else None)
+            if finalizers != (meta.get("finalizers") or []):
+                meta["finalizers"] = finalizers
             if meta.get("finalizers") or self.strategy.pending_finalizers(obj):
                 if meta.get("deletionTimestamp") and obj == self.decode(kv):
                     return obj, False
@@ -460,6 +465,23 @@ class ResourceStore:
         listed["metadata"].pop("continue", None)
         listed["metadata"].pop("remainingItemCount", None)
         return listed
+
+
+def _propagation_finalizers(finalizers, policy):
+    """
+    The finalizers that carry a delete's propagation policy to the garbage collector.
+
+    C{Orphan} and C{Foreground} hold the object until the collector has
+    orphaned or deleted its dependents; C{Background} (and no policy) leaves
+    the dependents to be collected after the owner is gone.
+    """
+    kept = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)
+            or policy is None]
+    if policy == "Orphan":
+        kept.append(FINALIZER_ORPHAN)
+    elif policy == "Foreground":
+        kept.append(FINALIZER_FOREGROUND)
+    return kept
 
 
 def _added_finalizers(meta, old_meta):

@@ -34,14 +34,16 @@ class ListOptions:
 class DeleteOptions:
     """Preconditions and policy of a delete."""
 
-    __slots__ = ("uid", "resource_version", "propagation_policy", "grace_period_seconds")
+    __slots__ = ("uid", "resource_version", "propagation_policy", "grace_period_seconds",
+                 "orphan_dependents")
 
     def __init__(self, uid=None, resource_version=None, propagation_policy=None,
-                 grace_period_seconds=None):
+                 grace_period_seconds=None, orphan_dependents=None):
         self.uid = uid
         self.resource_version = resource_version
         self.propagation_policy = propagation_policy
         self.grace_period_seconds = grace_period_seconds
+        self.orphan_dependents = orphan_dependents
 
 
 def encode_continue(revision, start_key):

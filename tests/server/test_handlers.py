@@ -560,3 +560,43 @@ class VersionEnablementTests(SynchronousTestCase):
         self.assertEqual(api.call("GET", "/apis/policy/v1beta1/podsecuritypolicies")[0], 404)
         _, resources, _ = api.call("GET", "/apis/policy/v1")
         self.assertNotIn("podsecuritypolicies", [r["name"] for r in resources["resources"]])
+
+
+class PropagationTests(SynchronousTestCase):
+    def setUp(self):
+        self.api = APIHarness()
+        self.api.call("POST", CM, configmap("owner"))
+
+    def test_foreground_and_orphan_hold_the_owner(self):
+        """Foreground and Orphan deletes leave the owner marked, with their finalizer."""
+        for policy, finalizer in (("Foreground", "foregroundDeletion"), ("Orphan", "orphan")):
+            self.api.call("POST", CM, configmap("o-" + policy.lower()))
+            code, obj, _ = self.api.call("DELETE", f"{CM}/o-{policy.lower()}",
+                                         {"propagationPolicy": policy})
+            self.assertEqual(code, 200)
+            self.assertEqual(obj["metadata"]["finalizers"], [finalizer])
+            self.assertTrue(obj["metadata"]["deletionTimestamp"])
+
+    def test_background_removes_at_once(self):
+        """A Background delete removes the object at once."""
+        code, status, _ = self.api.call("DELETE", CM + "/owner?propagationPolicy=Background")
+        self.assertEqual((code, status["status"]), (200, "Success"))
+
+    def test_orphan_dependents_false_is_202_when_held(self):
+        """The legacy orphanDependents=false answers 202 when the object remains."""
+        body = self.api.call("GET", CM + "/owner")[1]
+        body["metadata"]["finalizers"] = ["x.io/hold"]
+        self.api.call("PUT", CM + "/owner", body)
+        code, _, _ = self.api.call("DELETE", CM + "/owner", {"orphanDependents": False})
+        self.assertEqual(code, 202)
+
+    def test_both_policies_is_422(self):
+        """orphanDependents and propagationPolicy together are refused."""
+        code, _, _ = self.api.call("DELETE", CM + "/owner", {"orphanDependents": True,
+                                                             "propagationPolicy": "Orphan"})
+        self.assertEqual(code, 422)
+
+    def test_negative_grace_is_422(self):
+        """gracePeriodSeconds must not be negative."""
+        self.assertEqual(self.api.call("DELETE", CM + "/owner",
+                                       {"gracePeriodSeconds": -1})[0], 422)

@@ -37,13 +37,16 @@ def delete_options(scope):
         if dry_run != ["All"]:
             errors.append(FieldError.not_supported("dryRun", dry_run, ["All"]))
         scope.ctx.dry_run = True
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int) or grace < 0):
+        errors.append(FieldError.invalid("gracePeriodSeconds", grace,
+                                         "must be greater than or equal to 0"))
     if errors:
         raise StatusError.invalid("DeleteOptions", "meta.k8s.io", "", errors)
-    if orphan:
-        policy = "Orphan"
+    if orphan is not None:
+        policy = "Orphan" if orphan else "Background"
     return DeleteOptions(
         uid=preconditions.get("uid"), resource_version=preconditions.get("resourceVersion"),
-        propagation_policy=policy, grace_period_seconds=grace,
+        propagation_policy=policy, grace_period_seconds=grace, orphan_dependents=orphan,
     )
 
 
@@ -55,7 +58,8 @@ async def handle(scope):
     options = delete_options(scope)
     obj, removed = await scope.provider.delete(scope.ctx, info.name, options)
     if not removed:
-        scope.respond(200, obj)
+        # 202 only for the legacy orphanDependents=false, as clients expect.
+        scope.respond(202 if options.orphan_dependents is False else 200, obj)
         return
     details = {"name": info.name}
     if kind.group:
