@@ -2,6 +2,7 @@
 
 import orjson
 from treq.testing import StubTreq
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from zope.interface import implementer
 
@@ -45,6 +46,7 @@ class APIHarness:
         self.clock.advance(1_700_000_000)
         self.store = store or MemoryStore()
         self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock)
+        Deferred.fromCoroutine(self.catalog.start_caches())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
         if authorizers is None:

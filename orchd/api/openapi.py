@@ -117,11 +117,17 @@ def _prefix(group, version):
 
 def patch_media_types(info):
     """
-    The patch types a kind's PATCH operations announce. Strategic merge patch
-    is announced only for kinds whose schema is complete: kubectl computes
-    such patches from the schema and fails (warning, then falling back) on
-    fields a loose schema does not name. Without it, kubectl uses its
-    built-in types, or a JSON merge patch for kinds it does not know.
+    The patch types a kind's PATCH operations announce: every one for full
+    kinds (L{orchd.api.schemas}), all but strategic merge patch for loose
+    ones. kubectl's client-side apply computes a strategic merge patch from
+    the v3 schema of any kind whose PATCH announces it, and warns
+    ("error calculating patch from openapi v3 spec: unable to find api
+    field ...") on every field a loose schema does not name. Without it,
+    kubectl falls back cleanly: to its built-in types for kinds it knows
+    (a strategic merge patch, which the server applies by its own table),
+    to a JSON merge patch for the others. Checked with kubectl v1.32 for
+    every kind: full kinds with it, and loose kinds without it, apply
+    without warnings.
     """
     if schemas.kind_schema(info).complete:
         return (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)

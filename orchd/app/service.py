@@ -103,6 +103,7 @@ class ControlPlane(MultiService):
         self.catalog = Catalog(self.kinds, self.store, reactor)
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
+        self._caches_hook = self.health.post_start_hook("start-watch-caches")
         self._namespaces_hook = self.health.post_start_hook("start-system-namespaces-controller")
         self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
         authenticator = UnionAuthenticator([X509Authenticator(reactor)],
@@ -111,6 +112,7 @@ class ControlPlane(MultiService):
             self.catalog, authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
+            min_request_timeout=config.min_request_timeout,
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
@@ -152,7 +154,9 @@ class ControlPlane(MultiService):
         d.chainDeferred(self.ready)
 
     async def _bootstrap(self):
-        """The system namespaces, then the controllers' first sync."""
+        """The watch caches, the system namespaces, then the controllers' first sync."""
+        await self.catalog.start_caches()
+        self._caches_hook.finish()
         namespaces = self.catalog.resource("", "namespaces")
         ctx = self.catalog.system_context()
         for name in SYSTEM_NAMESPACES:
@@ -178,6 +182,8 @@ class ControlPlane(MultiService):
         if self.port is not None:
             await self.port.stopListening()
         await super().stopService()
+        if self.catalog is not None:
+            self.catalog.stop_caches()
         if self.store is not None:
             await self.store.close()
 

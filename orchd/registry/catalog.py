@@ -12,6 +12,7 @@ from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
 from orchd.registry.generic import ResourceStore
 from orchd.registry.kinds import strategy_for
+from orchd.storage.watchcache import WatchCache
 
 
 class Catalog:
@@ -31,15 +32,30 @@ class Catalog:
         self._resources = {}
         self._preferred = {}
         virtual = virtual or {}
+        self.caches = {}
         for info in self.kinds:
             if info.stored:
-                provider = ResourceStore(info, strategy_for(info), store, clock, self.admission)
+                cache = self.caches.get(info.key_prefix())
+                if cache is None:
+                    cache = self.caches[info.key_prefix()] = WatchCache(
+                        store, info.key_prefix(), (info.kind, info.api_version), clock)
+                provider = ResourceStore(info, strategy_for(info), store, clock, self.admission,
+                                         cache=cache)
             elif (info.group, info.resource) in virtual:
                 provider = virtual[(info.group, info.resource)](info)
             else:
                 continue
             self._resources[(info.group, info.version, info.resource)] = (info, provider)
             self._preferred.setdefault((info.group, info.resource), provider)
+
+    async def start_caches(self):
+        """Fill every watch cache and start following the store."""
+        for cache in self.caches.values():
+            await cache.start()
+
+    def stop_caches(self):
+        for cache in self.caches.values():
+            cache.stop()
 
     @property
     def served_kinds(self):

@@ -23,6 +23,7 @@ from orchd.registry.options import decode_continue, encode_continue
 from orchd.storage.interfaces import (
     CompactedError, ConflictError, FutureRevisionError, KeyExistsError, KeyNotFoundError,
 )
+from orchd.storage.watchcache import CacheWatcher
 
 _NOT_SPEC = frozenset(("metadata", "status", "apiVersion", "kind"))
 _LIST_PAGE = 1000
@@ -53,13 +54,15 @@ class ResourceStore:
     @param admission: an L{orchd.admission.chain.AdmissionChain}.
     """
 
-    def __init__(self, info, strategy, store, clock, admission, random_source=None):
+    def __init__(self, info, strategy, store, clock, admission, random_source=None, cache=None):
         self.info = info
         self.strategy = strategy
         self.store = store
         self.clock = clock
         self.admission = admission
         self._random = random_source or random.SystemRandom()
+        #: The resource's L{orchd.storage.watchcache.WatchCache}, shared by versions.
+        self.cache = cache
 
     # -- encoding -----------------------------------------------------------
 
@@ -104,6 +107,8 @@ class ResourceStore:
         """
         info = self.info
         prefix = info.key_prefix(ctx.namespace if info.namespaced else None)
+        if self._from_cache(options):
+            return await self._list_cached(prefix, options)
         revision, start = self._list_start(options)
         label_selector, field_selector = options.label_selector, options.field_selector
         filtered = bool(
@@ -123,8 +128,7 @@ class ResourceStore:
                 raise self._continue_expired() if options.continue_token else StatusError.expired(
                     "The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as e:
-                raise StatusError.timeout(
-                    f"Too large resource version: {e.requested}, current: {e.current}") from None
+                raise _too_large(e) from None
             revision = page.revision
             for index, kv in enumerate(page.items):
                 obj = self.decode(kv)
@@ -153,6 +157,39 @@ class ResourceStore:
         return {"kind": info.list_kind, "apiVersion": info.api_version,
                 "metadata": list_meta, "items": items}
 
+    def _from_cache(self, options):
+        """
+        Whether a list may be answered from the watch cache: when the client
+        accepts any state not older than a revision, and does not page.
+        """
+        if self.cache is None or options.limit or options.continue_token:
+            return False
+        version = options.resource_version
+        return version == "0" or (bool(version) and options.resource_version_match == "NotOlderThan")
+
+    async def _list_cached(self, prefix, options):
+        if not self.cache.ready.called:
+            await self.cache.ready
+        version = options.resource_version
+        if version != "0":
+            await self._fresh(int(version))
+        snapshot, revision = self.cache.snapshot()
+        label_selector, field_selector = options.label_selector, options.field_selector
+        items = []
+        for kv in snapshot:
+            if kv.key.startswith(prefix):
+                obj = self.decode(kv)
+                if self._selected(obj, label_selector, field_selector):
+                    items.append(obj)
+        return {"kind": self.info.list_kind, "apiVersion": self.info.api_version,
+                "metadata": {"resourceVersion": str(revision)}, "items": items}
+
+    async def _fresh(self, revision):
+        try:
+            await self.cache.fresh(revision)
+        except FutureRevisionError as e:
+            raise _too_large(e) from None
+
     def _list_start(self, options):
         if options.continue_token:
             revision, start = decode_continue(options.continue_token)
@@ -166,6 +203,14 @@ class ResourceStore:
         return StatusError.expired(
             "The provided continue parameter is too old to display a consistent list result. "
             "You can start a new list without the continue parameter.")
+
+    def selector(self, options):
+        """C{selected(obj) -> bool} for the selectors of C{options}."""
+        label_selector, field_selector = options.label_selector, options.field_selector
+        if (label_selector is None or label_selector.empty) and \
+                (field_selector is None or field_selector.empty):
+            return _everything
+        return lambda obj: self._selected(obj, label_selector, field_selector)
 
     def _selected(self, obj, label_selector, field_selector):
         meta = obj["metadata"]
@@ -181,6 +226,49 @@ class ResourceStore:
 
     def selectable_fields(self):
         return ("metadata.name", "metadata.namespace") + tuple(self.strategy.selectable_fields)
+
+    # -- watch --------------------------------------------------------------
+
+    async def prepare_watch(self, ctx, options):
+        """
+        Check a watch and wait for the state it must start from.
+
+        @param options: L{orchd.server.handlers.watch.WatchOptions}.
+        @return: C{start(sink, encode) -> CacheWatcher}, to call once the
+            response is open; it registers the watcher without yielding, so
+            no change falls between its start and its first event.
+        @raise StatusError: 504 when a NotOlderThan revision is not reached.
+        """
+        info, cache = self.info, self.cache
+        if not cache.ready.called:
+            await cache.ready
+        listed = options.list
+        prefix = info.key_prefix(ctx.namespace if info.namespaced else None)
+        selected = self.selector(listed)
+        version = listed.resource_version
+        initial = options.send_initial_events
+        if initial is None:
+            initial = version in ("", "0")
+        if options.send_initial_events and version not in ("", "0"):
+            await self._fresh(int(version))
+        after = int(version) if version not in ("", "0") else 0
+        expired = not initial and after and not cache.can_resume(after)
+
+        def start(sink, encode):
+            watcher = CacheWatcher(cache, prefix, selected, encode, sink,
+                                   after or cache.revision, options.allow_bookmarks)
+            if expired:
+                cache.expire(watcher, after)
+            elif initial:
+                snapshot, revision = cache.snapshot()
+                watcher.after = revision
+                cache.add_watcher(watcher)
+                watcher.send_initial(snapshot, revision, bool(options.send_initial_events))
+            else:
+                cache.add_watcher(watcher)
+            return watcher
+
+        return start
 
     # -- create -------------------------------------------------------------
 
@@ -465,6 +553,18 @@ class ResourceStore:
         listed["metadata"].pop("continue", None)
         listed["metadata"].pop("remainingItemCount", None)
         return listed
+
+
+def _everything(obj):
+    return True
+
+
+def _too_large(error):
+    status = StatusError.timeout(
+        f"Too large resource version: {error.requested}, current: {error.current}")
+    status.details["causes"] = [{"reason": "ResourceVersionTooLarge",
+                                 "message": "Too large resource version"}]
+    return status
 
 
 def _propagation_finalizers(finalizers, policy):

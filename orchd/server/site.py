@@ -79,8 +79,10 @@ class APIServer(Resource):
     isLeaf = True
     log = Logger()
 
-    def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None):
+    def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None,
+                 min_request_timeout=1800):
         super().__init__()
+        self.min_request_timeout = min_request_timeout
         self.catalog = catalog
         self.authenticator = authenticator
         self.authorization = AuthorizationFilter(authorizer)
@@ -129,7 +131,7 @@ class APIServer(Resource):
         if handler is None or info.verb not in allowed:
             raise StatusError.method_not_allowed(info.verb or request.method.decode(),
                                                  kind.resource, kind.group)
-        await handler(RequestScope(request, info, user, kind, provider))
+        await handler(RequestScope(request, info, user, kind, provider, self.min_request_timeout))
 
     async def _serve_path(self, request, path):
         segments = [s for s in path.split("/") if s]

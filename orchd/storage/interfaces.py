@@ -226,7 +226,9 @@ class IStore(Interface):
 
     def current_revision():
         """
-        @return: Deferred firing with the latest durable revision.
+        @return: Deferred firing with the latest durable revision. Every live
+            watch has been handed the changes up to it by then, so a watch
+            consumer that sees this revision has seen everything before it.
         """
 
     def compact(revision):

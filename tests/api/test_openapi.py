@@ -1,10 +1,12 @@
 """Tests for L{orchd.api.openapi} and L{orchd.api.schemas}."""
 
+import os
 import time
 
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.internet import utils
+from twisted.trial.unittest import SkipTest, SynchronousTestCase, TestCase
 
-from orchd.api import openapi, schemas
+from orchd.api import openapi, patchschema, schemas
 from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS
 
 try:
@@ -134,11 +136,11 @@ class SchemaTests(SynchronousTestCase):
 
     def test_loose_kind(self):
         """A kind without a description keeps any field, and names apiVersion, kind and metadata."""
-        [role] = schema_for(v3(find("rbac.authorization.orch.io", "roles"))["components"]["schemas"],
-                            gvk(find("rbac.authorization.orch.io", "roles")))
-        self.assertTrue(role["x-kubernetes-preserve-unknown-fields"])
-        self.assertEqual(set(role["properties"]), {"apiVersion", "kind", "metadata"})
-        self.assertEqual(role["properties"]["metadata"]["allOf"],
+        info = find("networking.orch.io", "networkpolicies")
+        [policy] = schema_for(v3(info)["components"]["schemas"], gvk(info))
+        self.assertTrue(policy["x-kubernetes-preserve-unknown-fields"])
+        self.assertEqual(set(policy["properties"]), {"apiVersion", "kind", "metadata"})
+        self.assertEqual(policy["properties"]["metadata"]["allOf"],
                          [{"$ref": "#/components/schemas/" + schemas.OBJECT_META}])
 
     def test_loose_kind_with_status(self):
@@ -166,6 +168,24 @@ class SchemaTests(SynchronousTestCase):
         [namespace] = schema_for(document, gvk(find("", "namespaces")))
         self.assertEqual(namespace["properties"]["spec"]["$ref"],
                          "#/definitions/io.orch.api.core.v1.NamespaceSpec")
+        [role] = schema_for(document, gvk(find("rbac.authorization.orch.io", "roles")))
+        self.assertNotIn("x-kubernetes-preserve-unknown-fields", role)
+        self.assertEqual(role["properties"]["rules"]["x-kubernetes-list-type"], "atomic")
+
+    def test_value_types(self):
+        """Quantities and int-or-string are oneOf in 3.0 and strings in 2.0; times are strings."""
+        components = openapi.openapi_v3_group_version(STABLE, "", "v1")["components"]["schemas"]
+        self.assertEqual(components[schemas.INT_OR_STRING]["oneOf"],
+                         [{"type": "integer"}, {"type": "string"}])
+        self.assertIs(components[schemas.INT_OR_STRING]["x-kubernetes-int-or-string"], True)
+        definitions = openapi.openapi_v2(STABLE)["definitions"]
+        self.assertNotIn("oneOf", definitions[schemas.INT_OR_STRING])
+        self.assertEqual(definitions[schemas.INT_OR_STRING]["type"], "string")
+        self.assertEqual(definitions[schemas.INT_OR_STRING]["format"], "int-or-string")
+        self.assertEqual(definitions[schemas.QUANTITY]["type"], "string")
+        for name in (schemas.TIME, schemas.MICRO_TIME):
+            self.assertEqual((definitions[name]["type"], definitions[name]["format"]),
+                             ("string", "date-time"))
 
     def test_object_meta(self):
         """ObjectMeta has the standard fields, with the merge keys clients patch by."""
@@ -273,17 +293,29 @@ class PathTests(SynchronousTestCase):
                 self.assertTrue(supports_query_param_v3(v3(info), gvk(info), name), (info, name))
 
     def test_patch_media_types(self):
-        """Patch bodies are announced in every form; strategic merge only for described kinds."""
-        config_map = v3(find("", "configmaps"))["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]
-        self.assertEqual(set(config_map["patch"]["requestBody"]["content"]), {
-            "application/json-patch+json", "application/merge-patch+json",
-            "application/strategic-merge-patch+json", "application/apply-patch+yaml"})
+        """Patch bodies are announced in every form; strategic merge only for full kinds."""
+        every = {"application/json-patch+json", "application/merge-patch+json",
+                 "application/strategic-merge-patch+json", "application/apply-patch+yaml"}
+        for info in KINDS:
+            if "patch" not in info.verbs:
+                continue
+            document = openapi.openapi_v3_group_version(KINDS, info.group, info.version)
+            [patch] = [o for _, m, o in operations(document)
+                       if m == "patch" and o["x-kubernetes-group-version-kind"] == gvk(info)
+                       and not o["operationId"].endswith("Status")
+                       and not o["operationId"].endswith("Approval")]
+            expected = every if schemas.kind_schema(info).complete else every - {
+                "application/strategic-merge-patch+json"}
+            self.assertEqual(set(patch["requestBody"]["content"]), expected, info)
         role = find("rbac.authorization.orch.io", "roles")
         item = v3(role)["paths"]["/apis/rbac.authorization.orch.io/v1/namespaces/{namespace}/roles/{name}"]
-        self.assertEqual(set(item["patch"]["requestBody"]["content"]), {
-            "application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"})
+        self.assertEqual(set(item["patch"]["requestBody"]["content"]), every)
+        deployment = v3(find("apps", "deployments"))["paths"]
+        self.assertNotIn("application/strategic-merge-patch+json", deployment[
+            "/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]["requestBody"]["content"])
         v2 = openapi.openapi_v2(STABLE)["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]
         self.assertIn("application/strategic-merge-patch+json", v2["patch"]["consumes"])
+        self.assertIn("application/apply-patch+yaml", v2["patch"]["consumes"])
         self.assertEqual(v2["patch"]["parameters"][0]["in"], "body")
 
     def test_operation_ids(self):
@@ -359,3 +391,240 @@ class DocumentTests(SynchronousTestCase):
         openapi.openapi_v2(KINDS)
         openapi.openapi_v3_index(KINDS)
         self.assertLess(time.perf_counter() - start, 1.0)
+
+
+# Patch extensions ------------------------------------------------------------------
+
+PATCH_KEYS = ("x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key")
+
+
+def _target(schema, components):
+    """The object schema a property stands for: through list items, allOf and $ref."""
+    if schema.get("type") == "array":
+        schema = schema["items"]
+    if "allOf" in schema:
+        schema = schema["allOf"][0]
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def document_extensions(schema, components, path="", depth=0):
+    """Every patch extension reachable from C{schema}: {field path: (strategy, merge key)}."""
+    found = {}
+    if depth > 15:
+        return found
+    for name, prop in _target(schema, components).get("properties", {}).items():
+        sub = f"{path}.{name}"
+        extension = tuple(prop.get(key) for key in PATCH_KEYS)
+        if extension != (None, None):
+            found[sub] = extension
+        found.update(document_extensions(prop, components, sub, depth + 1))
+    return found
+
+
+def table_extensions(fields, path=""):
+    """What the strategic merge patch table says, in the same form."""
+    found = {}
+    for name, field in fields.items():
+        sub = f"{path}.{name}"
+        flags = [flag for flag, on in (("merge", field.merge), ("retainKeys", field.retain_keys),
+                                       ("replace", field.replace)) if on]
+        if flags or field.key:
+            found[sub] = (",".join(flags) or None, field.key)
+        found.update(table_extensions(field.fields, sub))
+    return found
+
+
+class PatchExtensionTests(SynchronousTestCase):
+    def test_agree_with_patch_table(self):
+        """
+        The patch extensions of every kind are those of the server's patch
+        table: all of them for full kinds, and no others for loose kinds.
+        """
+        for info in KINDS:
+            components = openapi.openapi_v3_group_version(KINDS, info.group, info.version)[
+                "components"]["schemas"]
+            [kind] = schema_for(components, gvk(info))
+            found = document_extensions(kind, components)
+            expected = table_extensions(patchschema.patch_schema_for(info.group, info.kind))
+            if schemas.kind_schema(info).complete:
+                self.assertEqual(found, expected, info)
+            else:
+                self.assertLessEqual(found.items(), expected.items(), info)
+            self.assertEqual(found[".metadata.ownerReferences"], ("merge", "uid"), info)
+            self.assertEqual(found[".metadata.finalizers"], ("merge", None), info)
+
+    def test_examples(self):
+        """Upstream's merge keys, spot-checked in both dialects."""
+        v2 = openapi.openapi_v2(STABLE)["definitions"]
+        ports = v2["io.orch.api.core.v1.ServiceSpec"]["properties"]["ports"]
+        self.assertEqual((ports["x-kubernetes-patch-strategy"], ports["x-kubernetes-patch-merge-key"],
+                          ports["x-kubernetes-list-type"], ports["x-kubernetes-list-map-keys"]),
+                         ("merge", "port", "map", ["port", "protocol"]))
+        components = v3(find("", "nodes"))["components"]["schemas"]
+        cidrs = components["io.orch.api.core.v1.NodeSpec"]["properties"]["podCIDRs"]
+        self.assertEqual((cidrs["x-kubernetes-patch-strategy"], cidrs["x-kubernetes-list-type"]),
+                         ("merge", "set"))
+        self.assertNotIn("x-kubernetes-patch-merge-key", cidrs)
+        secrets = v3(find("", "serviceaccounts"))["components"]["schemas"][
+            "io.orch.api.core.v1.ServiceAccount"]["properties"]["secrets"]
+        self.assertEqual(secrets["x-kubernetes-patch-merge-key"], "name")
+        rules = v3(find("rbac.authorization.orch.io", "clusterroles"))["components"]["schemas"][
+            "io.orch.api.rbac.v1.ClusterRole"]["properties"]["rules"]
+        self.assertNotIn("x-kubernetes-patch-strategy", rules)
+
+
+# kubectl against a running server ----------------------------------------------------
+
+EXPLAINED = {
+    "clusterrole.rules": "All the PolicyRules of this ClusterRole.",
+    "clusterrolebinding.subjects": "The parties the role is granted to.",
+    "controllerrevision.revision": "The revision of the state in data.",
+    "secret.type": "Used to handle the secret data programmatically",
+    "lease.spec": "holderIdentity",
+}
+
+FULL_MANIFEST = """\
+apiVersion: rbac.authorization.orch.io/v1
+kind: ClusterRole
+metadata: {name: reader, labels: {v: "1"}}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get]}
+---
+apiVersion: rbac.authorization.orch.io/v1
+kind: ClusterRoleBinding
+metadata: {name: reader, labels: {v: "1"}}
+roleRef: {apiGroup: rbac.authorization.orch.io, kind: ClusterRole, name: reader}
+subjects: [{kind: User, name: alice, apiGroup: rbac.authorization.orch.io}]
+---
+apiVersion: rbac.authorization.orch.io/v1
+kind: Role
+metadata: {name: reader, namespace: default, labels: {v: "1"}}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get]}
+---
+apiVersion: rbac.authorization.orch.io/v1
+kind: RoleBinding
+metadata: {name: reader, namespace: default, labels: {v: "1"}}
+roleRef: {apiGroup: rbac.authorization.orch.io, kind: Role, name: reader}
+subjects: [{kind: ServiceAccount, name: default, namespace: default}]
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: rev, namespace: default, labels: {v: "1"}}
+revision: 1
+data: {spec: {template: {x: 1}}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: default, labels: {v: "1"}}
+data: {a: b}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec, namespace: default, labels: {v: "1"}}
+type: Opaque
+data: {a: Yg==}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team, labels: {v: "1"}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: default, labels: {v: "1"}}
+imagePullSecrets: [{name: sec}]
+secrets: [{name: sec}]
+---
+apiVersion: coordination.orch.io/v1
+kind: Lease
+metadata: {name: lease, namespace: default, labels: {v: "1"}}
+spec: {holderIdentity: me, leaseDurationSeconds: 10}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default, labels: {v: "1"}}
+spec:
+  selector: {app: web}
+  sessionAffinity: ClientIP
+  sessionAffinityConfig: {clientIP: {timeoutSeconds: 100}}
+  ports: [{name: http, port: 80, targetPort: 8080, protocol: TCP, appProtocol: http}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: worker, labels: {v: "1"}}
+spec: {podCIDR: 10.0.0.0/24, podCIDRs: [10.0.0.0/24], taints: [{key: k, effect: NoSchedule}]}
+---
+apiVersion: events.orch.io/v1
+kind: Event
+metadata: {name: ev, namespace: default, labels: {v: "1"}}
+eventTime: "2024-01-01T00:00:00.000000Z"
+reportingController: orch.io/test
+reportingInstance: test
+action: Test
+reason: Test
+type: Normal
+regarding: {kind: Pod, name: p, namespace: default}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default, labels: {v: "1"}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx, env: [{name: A, value: "1"}]}]}
+---
+apiVersion: networking.orch.io/v1
+kind: NetworkPolicy
+metadata: {name: deny, namespace: default, labels: {v: "1"}}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+"""
+
+
+class KubectlTests(TestCase):
+    """kubectl explain and client-side apply against a running server (skipped without kubectl)."""
+
+    timeout = 120
+
+    async def setUp(self):
+        from tests.integration.support import RunningControlPlane, kubectl
+        self.binary = kubectl()
+        if self.binary is None:
+            raise SkipTest("kubectl is not installed")
+        self.server = await RunningControlPlane(self).start()
+        self.home = os.path.abspath(self.mktemp())
+        os.makedirs(self.home)
+
+    async def kubectl(self, *args):
+        argv = ["--kubeconfig", self.server.plane.pki.admin_orchconfig_path, *args]
+        env = {"HOME": self.home, "PATH": os.environ.get("PATH", "")}
+        out, err, code = await utils.getProcessOutputAndValue(self.binary, argv, env=env)
+        self.assertEqual(code, 0, f"kubectl {' '.join(args)}: {err.decode()}")
+        return out.decode(), err.decode()
+
+    async def test_explain(self):
+        """kubectl explain prints the descriptions of fields of full kinds."""
+        for field, text in EXPLAINED.items():
+            out, _ = await self.kubectl("explain", field)
+            self.assertIn("DESCRIPTION:", out, field)
+            self.assertIn(text, " ".join(out.split()), field)
+
+    async def test_apply_without_warnings(self):
+        """Client-side apply, create then change, of full and loose kinds prints no warning."""
+        path = os.path.join(self.home, "objects.yaml")
+        for version in ("1", "2"):
+            with open(path, "w") as f:
+                f.write(FULL_MANIFEST.replace('v: "1"', f'v: "{version}"')
+                        .replace("verbs: [get]", "verbs: [get]" if version == "1" else
+                                 "verbs: [get, list]")
+                        .replace("port: 80,", "port: 80," if version == "1" else "port: 81,")
+                        .replace('value: "1"', f'value: "{version}"'))
+            out, err = await self.kubectl("apply", "-f", path)
+            self.assertNotIn("arning", err)
+        out, _ = await self.kubectl("get", "service", "web", "-o", "jsonpath={.spec.ports[*].port}")
+        self.assertEqual(out, "81")
+        out, _ = await self.kubectl("get", "clusterrole", "reader", "-o",
+                                    "jsonpath={.rules[0].verbs}")
+        self.assertEqual(out, '["get","list"]')

@@ -8,7 +8,7 @@ from orchd.registry.options import ListOptions
 _MATCHES = ("", "Exact", "NotOlderThan")
 
 
-def list_options(scope):
+def list_options(scope, watching=False):
     """The L{ListOptions} of the query, validated as the API validates them."""
     options = ListOptions(
         label_selector=parse_label_selector(scope.query("labelSelector")),
@@ -19,6 +19,21 @@ def list_options(scope):
         resource_version=scope.query("resourceVersion"),
         resource_version_match=scope.query("resourceVersionMatch"),
     )
+    if options.resource_version and options.resource_version != "0":
+        try:
+            if int(options.resource_version) < 0:
+                raise ValueError(options.resource_version)
+        except ValueError:
+            raise StatusError.bad_request(
+                f"invalid resource version: {options.resource_version}") from None
+    if options.limit < 0:
+        options.limit = 0
+    if not watching:
+        _check_list(scope, options)
+    return options
+
+
+def _check_list(scope, options):
     errors = []
     match = options.resource_version_match
     if match not in _MATCHES:
@@ -36,21 +51,11 @@ def list_options(scope):
             errors.append(FieldError.forbidden(
                 "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for '
                 'resourceVersion "0"'))
-    if scope.query("sendInitialEvents") and not scope.query_bool("watch"):
+    if scope.query("sendInitialEvents"):
         errors.append(FieldError.forbidden(
             "sendInitialEvents", "sendInitialEvents is forbidden for list"))
-    if options.resource_version and options.resource_version != "0":
-        try:
-            if int(options.resource_version) < 0:
-                raise ValueError(options.resource_version)
-        except ValueError:
-            raise StatusError.bad_request(
-                f"invalid resource version: {options.resource_version}") from None
     if errors:
         raise StatusError.invalid("ListOptions", "meta.k8s.io", "", errors)
-    if options.limit < 0:
-        options.limit = 0
-    return options
 
 
 async def handle(scope):

@@ -23,14 +23,15 @@ class RequestScope:
     @ivar provider: the resource's registry (e.g. a generic ResourceStore).
     """
 
-    __slots__ = ("request", "info", "user", "kind", "provider", "ctx")
+    __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "min_request_timeout")
 
-    def __init__(self, request, info, user, kind, provider):
+    def __init__(self, request, info, user, kind, provider, min_request_timeout=1800):
         self.request = request
         self.info = info
         self.user = user
         self.kind = kind
         self.provider = provider
+        self.min_request_timeout = min_request_timeout
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
 
     # -- query --------------------------------------------------------------

@@ -1,0 +1,159 @@
+# -*- test-case-name: tests.api.test_fieldvalidation -*-
+"""
+Duplicate keys in request bodies, for C{fieldValidation} (REFERENCE section 5).
+
+The server decodes bodies with orjson (or YAML), where the last of
+duplicated keys wins, as upstream's decoder does; this module only finds
+the duplicates so that they can be reported, by path in upstream's form
+(L{orchd.api.fieldvalidation}): C{metadata.name}, C{spec.ports[0].port},
+C{kind} at the top. Each path is reported once, in document order.
+
+Bodies that do not parse are not this module's business: they give no
+duplicates, and the decoder reports the error.
+"""
+
+import json
+
+import yaml
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def duplicate_fields(body_bytes, media_type=None):
+    """
+    The paths of keys that occur more than once within one JSON object (or
+    YAML mapping), anywhere in C{body_bytes}. C{media_type} (a Content-Type,
+    str or bytes, parameters allowed) chooses the syntax: YAML when it names
+    YAML (C{application/yaml}, C{application/apply-patch+yaml}), else JSON.
+    """
+    if isinstance(media_type, bytes):
+        media_type = media_type.decode("latin-1")
+    kind = (media_type or "").split(";", 1)[0].strip().lower()
+    if "yaml" in kind or "yml" in kind:
+        return _yaml_duplicates(body_bytes)
+    return _json_duplicates(body_bytes)
+
+
+# JSON ---------------------------------------------------------------------------
+
+class _Mapping(dict):
+    """A decoded object that remembers its keys in order when some repeat."""
+
+    __slots__ = ("pairs",)
+
+
+def _detect(pairs):
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        raise _Found
+    return mapping
+
+
+class _Found(Exception):
+    pass
+
+
+def _tracked(pairs):
+    mapping = _Mapping(pairs)
+    mapping.pairs = pairs if len(mapping) != len(pairs) else None
+    return mapping
+
+
+def _json_duplicates(data):
+    # A first pass only looks for any duplicate: the common answer is none.
+    try:
+        json.loads(data, object_pairs_hook=_detect)
+        return []
+    except _Found:
+        pass
+    except (ValueError, TypeError, RecursionError):
+        return []
+    found = []
+    _walk_json(json.loads(data, object_pairs_hook=_tracked), "", found)
+    return list(dict.fromkeys(found))
+
+
+def _walk_json(value, path, found):
+    if isinstance(value, _Mapping):
+        prefix = path + "." if path else ""
+        if value.pairs is None:
+            for key, item in value.items():
+                _walk_json(item, prefix + key, found)
+            return
+        seen = set()
+        for key, item in value.pairs:
+            # Upstream reports the key when it meets it again, before its value.
+            if key in seen:
+                found.append(prefix + key)
+            seen.add(key)
+            _walk_json(item, prefix + key, found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _walk_json(item, f"{path}[{index}]", found)
+
+
+# YAML ---------------------------------------------------------------------------
+
+class DuplicateKeyLoader(_BaseLoader):
+    """
+    Safe YAML that reads timestamps as strings (as L{orchd.api.codecs} does)
+    and reports duplicate mapping keys instead of building the document.
+    """
+
+    def duplicate_paths(self):
+        """The duplicate key paths of the one document of the stream."""
+        node = self.get_single_node()
+        found = []
+        if node is not None:
+            self._walk(node, "", found, set())
+        return list(dict.fromkeys(found))
+
+    def _key(self, node):
+        """The JSON key a scalar key node becomes, or None for other keys."""
+        if not isinstance(node, yaml.ScalarNode) or node.tag == _MERGE:
+            return None
+        key = self.construct_object(node, deep=True)
+        if isinstance(key, bool):
+            return "true" if key else "false"
+        if key is None:
+            return "null"
+        return str(key)
+
+    def _walk(self, node, path, found, visited):
+        # Aliases share nodes: each is walked once, which also bounds alias bombs.
+        if id(node) in visited:
+            return
+        if isinstance(node, yaml.MappingNode):
+            visited.add(id(node))
+            prefix = path + "." if path else ""
+            seen = set()
+            for key_node, value_node in node.value:
+                key = self._key(key_node)
+                if key is None:
+                    self._walk(value_node, path, found, visited)
+                    continue
+                if key in seen:
+                    found.append(prefix + key)
+                seen.add(key)
+                self._walk(value_node, prefix + key, found, visited)
+        elif isinstance(node, yaml.SequenceNode):
+            visited.add(id(node))
+            for index, item in enumerate(node.value):
+                self._walk(item, f"{path}[{index}]", found, visited)
+
+
+DuplicateKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _yaml_duplicates(data):
+    loader = DuplicateKeyLoader(data)
+    try:
+        return loader.duplicate_paths()
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return []
+    finally:
+        loader.dispose()

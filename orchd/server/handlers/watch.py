@@ -1,0 +1,162 @@
+# -*- test-case-name: tests.server.test_watch -*-
+"""
+GET of a collection with C{watch=true}: a stream of change events.
+
+Events are newline-delimited JSON (or one-row Tables for C{kubectl get -w}),
+written as they happen with chunked transfer. The stream is a push producer
+on the connection: when the client stops reading, the watcher's queue grows
+instead of the connection's, and a client that stays stuck is dropped.
+"""
+
+import random
+
+from twisted.internet.interfaces import IPushProducer
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from orchd.api.errors import FieldError, StatusError
+from orchd.server.handlers.list import list_options
+from orchd.server.negotiation import response_format
+
+log = Logger()
+_TRUE = ("true", "1")
+_NOT_OLDER_THAN = "NotOlderThan"
+
+
+class WatchOptions:
+    """What a watch asks for, beyond the list options it shares."""
+
+    __slots__ = ("list", "allow_bookmarks", "send_initial_events", "timeout")
+
+    def __init__(self, list_options, allow_bookmarks, send_initial_events, timeout):
+        self.list = list_options
+        self.allow_bookmarks = allow_bookmarks
+        self.send_initial_events = send_initial_events
+        self.timeout = timeout
+
+
+def watch_options(scope, min_request_timeout):
+    """Read and validate the watch parameters (422 on ListOptions as upstream)."""
+    options = list_options(scope, watching=True)
+    initial_text = scope.query("sendInitialEvents")
+    send_initial = None if initial_text == "" else initial_text in _TRUE
+    allow_bookmarks = scope.query("allowWatchBookmarks") in _TRUE
+    errors = []
+    match = options.resource_version_match
+    if send_initial is not None:
+        if match != _NOT_OLDER_THAN:
+            errors.append(FieldError.forbidden(
+                "resourceVersionMatch",
+                f"sendInitialEvents requires setting resourceVersionMatch to {_NOT_OLDER_THAN}"))
+        elif send_initial and not allow_bookmarks:
+            errors.append(FieldError.forbidden(
+                "allowWatchBookmarks", "sendInitialEvents requires allowWatchBookmarks=true"))
+    elif match:
+        errors.append(FieldError.forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+    if match and match != _NOT_OLDER_THAN:
+        errors.append(FieldError.not_supported("resourceVersionMatch", match, [_NOT_OLDER_THAN]))
+    if errors:
+        raise StatusError.invalid("ListOptions", "meta.k8s.io", "", errors)
+    timeout = scope.query_int("timeoutSeconds", 0)
+    if timeout <= 0:
+        # As upstream: spread reconnects of long-lived clients over time.
+        timeout = min_request_timeout * (1 + random.random())
+    return WatchOptions(options, allow_bookmarks, send_initial, timeout)
+
+
+@implementer(IPushProducer)
+class WatchResponse:
+    """
+    The HTTP side of one watch: headers, frames, the end, and flow control.
+
+    The connection pauses and resumes it as its buffer fills and drains.
+    """
+
+    def __init__(self, request, clock, content_type):
+        self.request = request
+        self.clock = clock
+        self.watcher = None
+        self.closed = False
+        self._timer = None
+        request.setResponseCode(200)
+        request.setHeader(b"content-type", content_type)
+        request.setHeader(b"cache-control", b"no-cache, private")
+        request.registerProducer(self, True)
+        request.write(b"")   # headers now: clients wait for them before reading events
+        request.notifyFinish().addBoth(self._gone)
+
+    def attach(self, watcher, timeout):
+        self.watcher = watcher
+        if not self.closed:
+            self._timer = self.clock.callLater(timeout, self.finish_cleanly)
+
+    # sink, as the cache's watchers use it
+
+    def write(self, data):
+        if not self.closed:
+            self.request.write(data)
+
+    def finish(self):
+        if self.closed:
+            return
+        self.closed = True
+        self._cancel_timer()
+        self.request.unregisterProducer()
+        self.request.finish()
+
+    def drop(self, reason):
+        if self.closed:
+            return
+        log.info("Dropping watch {path}: {reason}", path=self.request.path, reason=reason)
+        self.closed = True
+        self._cancel_timer()
+        self.request.unregisterProducer()
+        self.request.transport.abortConnection()
+
+    def finish_cleanly(self):
+        """timeoutSeconds reached: a last bookmark, then the end of the stream."""
+        self._timer = None
+        watcher = self.watcher
+        if watcher is not None and not watcher.stopped:
+            if watcher.bookmarks:
+                watcher.send(watcher.cache.bookmark_frame(
+                    max(watcher.cache.revision, watcher.after)))
+            watcher.flush()
+            watcher.stop()
+        self.finish()
+
+    # IPushProducer
+
+    def pauseProducing(self):
+        if self.watcher is not None:
+            self.watcher.pause()
+
+    def resumeProducing(self):
+        if self.watcher is not None:
+            self.watcher.resume()
+
+    def stopProducing(self):
+        self._gone(None)
+
+    def _gone(self, _):
+        self.closed = True
+        self._cancel_timer()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def _cancel_timer(self):
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+
+async def handle(scope):
+    """Start a watch; the response stays open until the watch ends."""
+    options = watch_options(scope, scope.min_request_timeout)
+    content_type, encode = response_format(scope, watching=True)
+    start = await scope.provider.prepare_watch(scope.ctx, options)
+    response = WatchResponse(scope.request, scope.provider.clock, content_type)
+    watcher = start(response, encode)
+    response.attach(watcher, options.timeout)

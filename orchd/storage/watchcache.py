@@ -1,0 +1,390 @@
+# -*- test-case-name: tests.storage.test_watchcache -*-
+"""
+One in-memory watch cache per resource: current state, recent history, fan-out.
+
+The cache lists its resource once, then follows the store's watch. Every
+change is decoded and encoded once, however many clients watch; each
+client (a L{CacheWatcher}) filters what it wants into its own bounded
+queue, which a writer drains at the pace the client reads. A client that
+stops reading is dropped once its queue passes a bound, so it never holds
+up the others or the server's memory.
+"""
+
+from collections import deque
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.internet.task import LoopingCall, deferLater
+from twisted.logger import Logger
+
+from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, FutureRevisionError, KeyValue
+
+#: Changes kept for clients that resume from a recent resourceVersion.
+HISTORY = 10_000
+#: Past this many queued bytes a watcher that is not reading is dropped.
+MAX_QUEUED_BYTES = 16 * 1024 * 1024
+#: Queued frames are written together at most this often per watcher.
+FLUSH_INTERVAL = 0.02
+#: Watchers that allow bookmarks get one at least this often.
+BOOKMARK_INTERVAL = 55.0
+#: How long a read "not older than" a future revision waits for it.
+FRESHNESS_WAIT = 3.0
+
+
+class CachedEvent:
+    """
+    A change as the cache keeps it; the object is decoded once, on first need.
+
+    @ivar value: the object's bytes after the change (the last state for DELETED).
+    @ivar prev_value: the bytes before a MODIFIED change, else None.
+    """
+
+    __slots__ = ("type", "key", "revision", "value", "prev_value", "_obj", "_prev", "frames")
+
+    def __init__(self, type, key, revision, value, prev_value=None):
+        self.type = type
+        self.key = key
+        self.revision = revision
+        self.value = value
+        self.prev_value = prev_value
+        self._obj = None
+        self._prev = None
+        self.frames = {}
+
+    @property
+    def obj(self):
+        """The object after the change, with this change's resourceVersion."""
+        if self._obj is None:
+            self._obj = _decode(self.value, self.revision)
+        return self._obj
+
+    @property
+    def prev(self):
+        """The object before the change, stamped with this change's resourceVersion."""
+        if self._prev is None and self.prev_value is not None:
+            self._prev = _decode(self.prev_value, self.revision)
+        return self._prev
+
+
+def _decode(value, revision):
+    obj = orjson.loads(value)
+    obj["metadata"]["resourceVersion"] = str(revision)
+    return obj
+
+
+class CacheWatcher:
+    """
+    One client's view of a cache: its filter, its start, and its queue.
+
+    @param prefix: only keys under it (a namespace) are delivered.
+    @param selected: C{selected(obj) -> bool}, the client's selectors.
+    @param encode: C{encode(type, obj, cached_event_or_None) -> bytes}: one
+        frame; frames of one change are shared between watchers through
+        C{encode.key}.
+    @param sink: what frames are written to: C{write(bytes)} and C{drop(reason)}.
+    """
+
+    __slots__ = ("cache", "prefix", "selected", "encode", "sink", "after", "queue", "later",
+                 "queued_bytes", "paused", "stopped", "bookmarks", "_pending_snapshot",
+                 "last_revision")
+
+    def __init__(self, cache, prefix, selected, encode, sink, after, bookmarks):
+        self.cache = cache
+        self.prefix = prefix
+        self.selected = selected
+        self.encode = encode
+        self.sink = sink
+        self.after = after
+        self.bookmarks = bookmarks
+        self.queue = deque()
+        self.later = []
+        self.queued_bytes = 0
+        self.paused = False
+        self.stopped = False
+        self._pending_snapshot = None
+        self.last_revision = after
+
+    # -- what to send -------------------------------------------------------
+
+    def offer(self, event):
+        """Queue the frame C{event} means for this watcher, if any."""
+        if event.revision <= self.after or not event.key.startswith(self.prefix):
+            return
+        self.last_revision = event.revision
+        if event.type == ADDED:
+            if self.selected(event.obj):
+                self._push(self._frame(ADDED, event, event.obj))
+        elif event.type == MODIFIED:
+            now = self.selected(event.obj)
+            before = event.prev is not None and self.selected(event.prev)
+            if now:
+                self._push(self._frame(MODIFIED if before else ADDED, event, event.obj))
+            elif before:
+                # Leaving the selection reads as a deletion, with the old content.
+                self._push(self._frame("LEFT", event, event.prev))
+        elif self.selected(event.obj):
+            self._push(self._frame(DELETED, event, event.obj))
+
+    def _frame(self, kind, event, obj):
+        key = (kind, self.encode.key)
+        frame = event.frames.get(key)
+        if frame is None:
+            frame = event.frames[key] = self.encode(DELETED if kind == "LEFT" else kind, obj)
+        return frame
+
+    def send_initial(self, snapshot, revision, end_bookmark):
+        """Queue ADDED for every selected object of C{snapshot}, lazily, then maybe a bookmark."""
+        self._pending_snapshot = (iter(snapshot), revision, end_bookmark)
+        self.after = max(self.after, revision)
+        self.last_revision = max(self.last_revision, revision)
+        self.cache.schedule_flush(self)
+
+    def send(self, frame):
+        """Queue an out-of-band frame (bookmark, error)."""
+        self._push(frame)
+
+    def _push(self, frame):
+        if self.stopped:
+            return
+        # Changes that happen while initial events are still being produced
+        # wait behind them.
+        (self.later if self._pending_snapshot is not None else self.queue).append(frame)
+        self.queued_bytes += len(frame)
+        if self.queued_bytes > MAX_QUEUED_BYTES:
+            self.cache.drop(self, "the client is not reading its watch fast enough")
+            return
+        self.cache.schedule_flush(self)
+
+    # -- writing ------------------------------------------------------------
+
+    def flush(self):
+        """Write what is queued, unless the client's connection is full."""
+        if self.stopped or self.paused:
+            return
+        if self._pending_snapshot is not None:
+            self._fill_from_snapshot()
+        if self.queue:
+            data = b"".join(self.queue)
+            self.queue.clear()
+            self.queued_bytes = sum(len(frame) for frame in self.later)
+            self.sink.write(data)
+        if self._pending_snapshot is not None and not self.paused:
+            self.cache.schedule_flush(self)
+
+    def _fill_from_snapshot(self, budget=256 * 1024):
+        """Turn part of the initial snapshot into frames, a bounded amount per turn."""
+        items, revision, end_bookmark = self._pending_snapshot
+        size = 0
+        for kv in items:
+            obj = _decode(kv.value, kv.mod_revision)
+            if kv.key.startswith(self.prefix) and self.selected(obj):
+                frame = self.encode(ADDED, obj)
+                self.queue.append(frame)
+                size += len(frame)
+                if size >= budget:
+                    return
+        self._pending_snapshot = None
+        if end_bookmark:
+            self.queue.append(self.cache.bookmark_frame(revision, initial_events_end=True))
+        self.queue.extend(self.later)
+        self.later = []
+
+    def pause(self):
+        self.paused = True
+
+    def resume(self):
+        self.paused = False
+        self.flush()
+
+    def stop(self):
+        """Release everything this watcher holds."""
+        if not self.stopped:
+            self.stopped = True
+            self.queue.clear()
+            self.later = []
+            self._pending_snapshot = None
+            self.cache.forget(self)
+
+
+class WatchCache:
+    """
+    The cache of one resource (one storage prefix).
+
+    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param prefix: the resource's key prefix.
+    @param kind_header: C{(kind, apiVersion)} for bookmark objects.
+    @param clock: an C{IReactorTime}.
+    """
+
+    log = Logger()
+
+    def __init__(self, store, prefix, kind_header, clock, history=None,
+                 flush_interval=FLUSH_INTERVAL):
+        self.store = store
+        self.prefix = prefix
+        self.kind, self.api_version = kind_header
+        self.clock = clock
+        self.state = {}
+        self.revision = 0
+        self.history = deque(maxlen=history or HISTORY)
+        self.oldest = 0
+        self.watchers = set()
+        self.ready = Deferred()
+        self._subscription = None
+        self._flush_interval = flush_interval
+        self._dirty = set()
+        self._flush_call = None
+        self._last_flush = -1.0
+        self._stopped = False
+        self._bookmarks = LoopingCall(self._send_bookmarks)
+        self._bookmarks.clock = clock
+
+    # -- following the store ------------------------------------------------
+
+    async def start(self):
+        """List the resource, then follow the store from that revision."""
+        page = await self.store.list(self.prefix)
+        self.state = {kv.key: kv for kv in page.items}
+        self.revision = self.oldest = page.revision
+        self.history.clear()
+        self._subscription = await self.store.watch(
+            self.prefix, page.revision, self._apply, self._failed)
+        if not self._bookmarks.running:
+            self._bookmarks.start(BOOKMARK_INTERVAL, now=False)
+        if not self.ready.called:
+            self.ready.callback(self)
+
+    async def fresh(self, revision, timeout=FRESHNESS_WAIT):
+        """
+        Wait until the cache has seen every change up to C{revision}.
+
+        The store delivers a change to its watches before it reports the
+        change's revision as current, so the store's current revision is
+        one the cache has caught up with.
+
+        @raise FutureRevisionError: still behind after C{timeout} seconds.
+        """
+        deadline = self.clock.seconds() + timeout
+        while True:
+            current = await self.store.current_revision()
+            self.revision = max(self.revision, current)
+            if self.revision >= revision:
+                return self.revision
+            if self.clock.seconds() >= deadline:
+                raise FutureRevisionError(revision, self.revision)
+            await deferLater(self.clock, 0.1, lambda: None)
+
+    def _send_bookmarks(self):
+        for watcher in list(self.watchers):
+            if watcher.bookmarks:
+                watcher.send(self.bookmark_frame(max(self.revision, watcher.after)))
+
+    def stop(self):
+        self._stopped = True
+        if self._bookmarks.running:
+            self._bookmarks.stop()
+        if self._subscription is not None:
+            self._subscription.stop()
+            self._subscription = None
+        for watcher in list(self.watchers):
+            self.drop(watcher, "the server is shutting down")
+        if self._flush_call is not None and self._flush_call.active():
+            self._flush_call.cancel()
+
+    def _apply(self, events):
+        for event in events:
+            if event.revision <= self.revision:
+                continue
+            cached = CachedEvent(event.type, event.key, event.revision, event.value,
+                                 event.prev_value)
+            if event.type == DELETED:
+                self.state.pop(event.key, None)
+            else:
+                self.state[event.key] = KeyValue(event.key, event.value, event.create_revision,
+                                                 event.revision)
+            if len(self.history) == self.history.maxlen:
+                self.oldest = self.history[0].revision
+            self.history.append(cached)
+            self.revision = event.revision
+            for watcher in list(self.watchers):
+                watcher.offer(cached)
+
+    def _failed(self, error):
+        """The store's watch ended: every client must list again."""
+        self._subscription = None
+        if self._stopped:
+            return
+        self.log.warn("Watch cache of {prefix} lost the store's watch ({error}); resyncing",
+                      prefix=self.prefix, error=error)
+        for watcher in list(self.watchers):
+            self.expire(watcher, watcher.last_revision)
+        d = Deferred.fromCoroutine(self.start())
+        d.addErrback(lambda f: self.log.failure("Resync of {prefix} failed", f,
+                                                prefix=self.prefix))
+
+    # -- serving ------------------------------------------------------------
+
+    def snapshot(self):
+        """The current objects (KeyValues, key order) and the revision they are at."""
+        return [self.state[key] for key in sorted(self.state)], self.revision
+
+    def can_resume(self, revision):
+        """True when history holds every change after C{revision}."""
+        return revision >= self.oldest
+
+    def add_watcher(self, watcher):
+        """Register C{watcher} and queue the history it missed since C{watcher.after}."""
+        self.watchers.add(watcher)
+        for event in self.history:
+            if event.revision > watcher.after:
+                watcher.offer(event)
+
+    def forget(self, watcher):
+        self.watchers.discard(watcher)
+        self._dirty.discard(watcher)
+
+    def drop(self, watcher, reason):
+        """End a watcher's stream at once (slow reader, shutdown)."""
+        if not watcher.stopped:
+            watcher.stop()
+            watcher.sink.drop(reason)
+
+    def expire(self, watcher, requested):
+        """End a watcher with the 410 ERROR event clients answer by listing again."""
+        watcher.send(self.error_frame(requested))
+        watcher.flush()
+        watcher.stop()
+        watcher.sink.finish()
+
+    def schedule_flush(self, watcher):
+        """Write a watcher's frames soon, coalescing bursts into one write."""
+        self._dirty.add(watcher)
+        if self._flush_call is not None and self._flush_call.active():
+            return
+        now = self.clock.seconds()
+        delay = max(0.0, self._last_flush + self._flush_interval - now)
+        self._flush_call = self.clock.callLater(delay, self._flush)
+
+    def _flush(self):
+        self._flush_call = None
+        self._last_flush = self.clock.seconds()
+        dirty, self._dirty = self._dirty, set()
+        for watcher in dirty:
+            watcher.flush()
+
+    # -- frames -------------------------------------------------------------
+
+    def bookmark_frame(self, revision, initial_events_end=False):
+        metadata = {"resourceVersion": str(revision)}
+        if initial_events_end:
+            # [COMPAT] clients compare the upstream spelling of this annotation.
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return orjson.dumps({"type": "BOOKMARK", "object": {
+            "kind": self.kind, "apiVersion": self.api_version, "metadata": metadata}}) + b"\n"
+
+    def error_frame(self, requested):
+        oldest = max(self.oldest, 1)
+        return orjson.dumps({"type": "ERROR", "object": {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f"too old resource version: {requested} ({oldest - 1})",
+            "reason": "Expired", "code": 410}}) + b"\n"

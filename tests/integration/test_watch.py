@@ -1,0 +1,200 @@
+"""Watches over real TLS: the official Python client, kubectl get -w, a stuck reader."""
+
+import os
+
+from twisted.internet import defer, protocol, reactor, threads
+from twisted.internet.endpoints import SSL4ClientEndpoint
+from twisted.internet.interfaces import IHandshakeListener
+from twisted.trial.unittest import SkipTest, TestCase
+from zope.interface import implementer
+
+from orchd.client.orchconfig import load_orchconfig
+from orchd.client.tls import policy_from_orchconfig
+from orchd.storage import watchcache
+from tests.integration.support import RunningControlPlane, kubectl, sleep
+
+try:
+    import kubernetes
+except ImportError:  # pragma: no cover - the test extra installs it
+    kubernetes = None
+
+CM = "/api/v1/namespaces/default/configmaps"
+
+
+class PythonClientTests(TestCase):
+    timeout = 60
+
+    async def setUp(self):
+        if kubernetes is None:
+            raise SkipTest("the kubernetes Python client is not installed")
+        self.server = await RunningControlPlane(self).start()
+
+    def api(self):
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(
+            config_file=self.server.plane.pki.admin_orchconfig_path,
+            client_configuration=configuration)
+        return kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration))
+
+    async def test_watch_stream(self):
+        """watch.Watch().stream sees the list's objects' later changes, typed."""
+        v1 = self.api()
+        await self.server.call("POST", CM, {"metadata": {"name": "before"}})
+
+        def watch_until(count):
+            seen = []
+            listed = v1.list_namespaced_config_map("default")
+            w = kubernetes.watch.Watch()
+            for event in w.stream(v1.list_namespaced_config_map, "default",
+                                  resource_version=listed.metadata.resource_version,
+                                  timeout_seconds=20):
+                seen.append((event["type"], event["object"].metadata.name))
+                if len(seen) == count:
+                    w.stop()
+            return [n.metadata.name for n in listed.items], seen
+
+        watching = threads.deferToThread(watch_until, 3)
+        await sleep(0.5)
+        await self.server.call("POST", CM, {"metadata": {"name": "w1"}})
+        await self.server.call("PATCH", CM + "/w1", {"data": {"a": "b"}},
+                               headers={b"content-type": [b"application/merge-patch+json"]})
+        await self.server.call("DELETE", CM + "/w1")
+        listed, seen = await watching
+        self.assertIn("before", listed)
+        self.assertEqual(seen, [("ADDED", "w1"), ("MODIFIED", "w1"), ("DELETED", "w1")])
+
+    async def test_watch_410_relists(self):
+        """The client's 410 handling sees our ERROR event as an expired resourceVersion."""
+        self.patch(watchcache, "HISTORY", 2)
+        for cache in self.server.plane.catalog.caches.values():
+            cache.history = type(cache.history)(maxlen=2)
+        v1 = self.api()
+        for i in range(5):
+            await self.server.call("POST", CM, {"metadata": {"name": f"h{i}"}})
+
+        def stale_watch():
+            w = kubernetes.watch.Watch()
+            try:
+                for _ in w.stream(v1.list_namespaced_config_map, "default",
+                                  resource_version="1", timeout_seconds=5):
+                    pass
+            except kubernetes.client.exceptions.ApiException as e:
+                return e.status
+            return None
+
+        self.assertEqual(await threads.deferToThread(stale_watch), 410)
+
+
+class KubectlWatchTests(TestCase):
+    timeout = 60
+
+    async def test_kubectl_get_w(self):
+        """kubectl get -w prints objects created after it started."""
+        binary = kubectl()
+        if binary is None:
+            raise SkipTest("kubectl is not installed")
+        server = await RunningControlPlane(self).start()
+        home = os.path.abspath(self.mktemp())
+        os.makedirs(home)
+        output = Collector()
+        process = reactor.spawnProcess(
+            output, binary, [binary, "--kubeconfig", server.plane.pki.admin_orchconfig_path,
+                             "get", "configmaps", "-w"], env={"HOME": home})
+        self.addCleanup(lambda: output.ended if process.pid is None else
+                        (process.signalProcess("KILL"), output.ended)[1])
+        cache = server.plane.catalog.caches["/registry/configmaps/"]
+        while not cache.watchers:
+            await sleep(0.05)
+        await server.call("POST", CM, {"metadata": {"name": "seen-by-kubectl"}})
+        await output.wait_for(b"seen-by-kubectl")
+
+
+class Collector(protocol.ProcessProtocol):
+    def __init__(self):
+        self.data = b""
+        self.ended = defer.Deferred()
+        self._waiting = []
+
+    def outReceived(self, data):
+        self.data += data
+        self._check()
+
+    errReceived = outReceived
+
+    def _check(self):
+        for needle, d in list(self._waiting):
+            if needle in self.data:
+                self._waiting.remove((needle, d))
+                d.callback(None)
+
+    def wait_for(self, needle):
+        d = defer.Deferred()
+        self._waiting.append((needle, d))
+        self._check()
+        return d
+
+    def processEnded(self, reason):
+        self.ended.callback(None)
+
+
+@implementer(IHandshakeListener)
+class StuckReader(protocol.Protocol):
+    """Sends a watch request once TLS is up, then never reads again."""
+
+    def __init__(self, path, host):
+        self.request = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").encode()
+        self.lost = defer.Deferred()
+
+    def handshakeCompleted(self):
+        self.transport.write(self.request)
+        self.transport.pauseProducing()
+
+    def connectionLost(self, reason):
+        self.lost.callback(None)
+
+
+class SlowReaderTests(TestCase):
+    timeout = 90
+
+    async def test_blocked_watcher_does_not_delay_another(self):
+        """
+        One client that stops reading is dropped; another gets every event meanwhile.
+
+        The kernel's socket buffers absorb a few MB before the server's
+        connection pauses, so the bound is lowered to reach it quickly.
+        """
+        self.patch(watchcache, "MAX_QUEUED_BYTES", 512 * 1024)
+        server = await RunningControlPlane(self).start()
+        cache = server.plane.catalog.caches["/registry/configmaps/"]
+        config = load_orchconfig(server.plane.pki.admin_orchconfig_path)
+        creator = policy_from_orchconfig(config).creatorForNetloc(b"127.0.0.1", server.plane.port)
+        endpoint = SSL4ClientEndpoint(reactor, "127.0.0.1", server.plane.port.getHost().port,
+                                      creator)
+        stuck = StuckReader(CM + "?watch=true", "127.0.0.1")
+        await endpoint.connect(protocol.Factory.forProtocol(lambda: stuck))
+        self.addCleanup(lambda: (stuck.transport.abortConnection(), stuck.lost)[1])
+        response = await server.client.get(server.url + CM + "?watch=true")
+        received = []
+        collecting = response.collect(lambda data: received.append(data))
+        collecting.addErrback(lambda _: None)
+        while len(cache.watchers) < 2:
+            await sleep(0.05)
+        payload = "x" * 10_000
+        total = 1500
+
+        async def create(i):
+            code, _ = await server.call("POST", CM, {"metadata": {"name": f"e{i:04d}"},
+                                                    "data": {"k": payload}})
+            self.assertEqual(code, 201)
+
+        for start in range(0, total, 10):
+            await defer.gatherResults([defer.Deferred.fromCoroutine(create(i))
+                                       for i in range(start, start + 10)])
+        for _ in range(200):
+            if b"".join(received).count(b'"ADDED"') >= total:
+                break
+            await sleep(0.05)
+        self.assertEqual(b"".join(received).count(b'"ADDED"'), total)
+        # The stuck client was dropped (it cannot notice: it does not read).
+        self.assertEqual(len(cache.watchers), 1)
+        self.assertFalse(next(iter(cache.watchers)).paused)
