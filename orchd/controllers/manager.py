@@ -1,11 +1,13 @@
 # -*- test-case-name: tests.controllers.test_manager -*-
 """Which controllers run, from C{--controllers}: C{*}, names and C{-name}."""
 
+from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 
 #: Controller name -> (factory(catalog, clock), on by default).
 CONTROLLERS = {
     "namespace": (NamespaceController, True),
+    "garbagecollector": (GarbageCollector, True),
 }
 
 

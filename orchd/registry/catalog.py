@@ -8,6 +8,8 @@ server looks resources up here by group, version and plural name.
 
 from orchd.admission.chain import AdmissionChain
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
+from orchd.api.fieldmanager import FieldManager
+from orchd.api.patch import patch_schema_for
 from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
 from orchd.registry.generic import ResourceStore
@@ -33,6 +35,7 @@ class Catalog:
         self._preferred = {}
         virtual = virtual or {}
         self.caches = {}
+        self.field_manager = FieldManager(patch_schema_for, clock.seconds)
         for info in self.kinds:
             if info.stored:
                 cache = self.caches.get(info.key_prefix())
@@ -40,7 +43,7 @@ class Catalog:
                     cache = self.caches[info.key_prefix()] = WatchCache(
                         store, info.key_prefix(), (info.kind, info.api_version), clock)
                 provider = ResourceStore(info, strategy_for(info), store, clock, self.admission,
-                                         cache=cache)
+                                         cache=cache, field_manager=self.field_manager)
             elif (info.group, info.resource) in virtual:
                 provider = virtual[(info.group, info.resource)](info)
             else:
@@ -87,4 +90,5 @@ class Catalog:
 
     def system_context(self, namespace=""):
         """A context for the control plane's own writes (bootstrap, controllers)."""
-        return RequestContext(UserInfo("system:apiserver", (MASTERS,)), namespace)
+        return RequestContext(UserInfo("system:apiserver", (MASTERS,)), namespace,
+                              field_manager="orchd")

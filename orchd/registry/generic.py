@@ -18,6 +18,7 @@ import orjson
 from orchd.admission.interfaces import CREATE, DELETE, UPDATE, AdmissionAttributes
 from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
+from orchd.api.fieldmanager import reset_fields
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.registry.options import decode_continue, encode_continue
 from orchd.storage.interfaces import (
@@ -54,7 +55,8 @@ class ResourceStore:
     @param admission: an L{orchd.admission.chain.AdmissionChain}.
     """
 
-    def __init__(self, info, strategy, store, clock, admission, random_source=None, cache=None):
+    def __init__(self, info, strategy, store, clock, admission, random_source=None, cache=None,
+                 field_manager=None):
         self.info = info
         self.strategy = strategy
         self.store = store
@@ -63,6 +65,8 @@ class ResourceStore:
         self._random = random_source or random.SystemRandom()
         #: The resource's L{orchd.storage.watchcache.WatchCache}, shared by versions.
         self.cache = cache
+        #: The L{orchd.api.fieldmanager.FieldManager} keeping managedFields, if any.
+        self.field_manager = field_manager
 
     # -- encoding -----------------------------------------------------------
 
@@ -272,8 +276,13 @@ class ResourceStore:
 
     # -- create -------------------------------------------------------------
 
-    async def create(self, ctx, obj):
-        """Store a new object; returns it as stored."""
+    async def create(self, ctx, obj, tracked=False):
+        """
+        Store a new object; returns it as stored.
+
+        @param tracked: True when C{obj}'s managedFields are already final
+            (server-side apply); otherwise the caller's manager takes every field.
+        """
         info = self.info
         meta = self._check_namespace(ctx, obj)
         if meta.get("resourceVersion"):
@@ -281,6 +290,9 @@ class ResourceStore:
                 "resourceVersion should not be set on objects to be created")
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(field, None)
+        if not tracked:
+            obj = self._track(ctx, None, obj)
+            meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.seconds())
         meta["generation"] = 1
@@ -399,7 +411,7 @@ class ResourceStore:
             self.info.resource, self.info.group, name,
             "the object is being modified by too many writers; try again")
 
-    async def _write_update(self, ctx, kv, obj, subresource):
+    async def _write_update(self, ctx, kv, obj, subresource, tracked=False):
         """
         Validate and compare-and-swap C{obj} over C{kv}.
 
@@ -415,6 +427,8 @@ class ResourceStore:
                 obj["status"] = old["status"]
             else:
                 obj.pop("status", None)
+        if not tracked:
+            obj = self._track(ctx, old, obj, subresource)
         meta = obj["metadata"]
         old_meta = old["metadata"]
         meta["generation"] = old_meta.get("generation", 1)
@@ -464,6 +478,57 @@ class ResourceStore:
             raise self._not_found(name) from None
         meta["resourceVersion"] = str(stored.mod_revision)
         return obj
+
+    async def apply(self, ctx, name, applied, force, subresource=""):
+        """
+        Server-side apply: merge C{applied} as C{ctx.field_manager}'s intent.
+
+        Creates the object when it does not exist. Conflicts with other
+        managers' fields are 409 unless C{force} takes them over.
+
+        @return: C{(object, created)}.
+        """
+        info, manager = self.info, self.field_manager
+        if manager is None:
+            raise StatusError.unsupported_media_type(
+                "application/apply-patch+yaml", ("application/merge-patch+json",))
+        key = self._key(ctx.namespace, name)
+        wanted = (applied.get("metadata") or {}).get("resourceVersion") or ""
+        for _ in range(_MAX_RETRIES):
+            kv = await self.store.get(key)
+            if kv is None:
+                if subresource:
+                    raise self._not_found(name)
+                if wanted:
+                    raise StatusError.stale(info.resource, info.group, name)
+                obj = manager.apply(None, applied, ctx.field_manager, force, info.api_version,
+                                    info.group, info.kind,
+                                    ignored=reset_fields(info.has_status))
+                try:
+                    return await self.create(ctx, obj, tracked=True), True
+                except StatusError as e:
+                    if e.reason != "AlreadyExists":
+                        raise
+                    continue
+            if wanted and wanted != str(kv.mod_revision):
+                raise StatusError.stale(info.resource, info.group, name)
+            obj = manager.apply(self.decode(kv), applied, ctx.field_manager, force,
+                                info.api_version, info.group, info.kind, subresource,
+                                ignored=reset_fields(info.has_status, subresource))
+            self._check_namespace(ctx, obj)
+            result = await self._write_update(ctx, kv, obj, subresource, tracked=True)
+            if result is not None:
+                return result, False
+        raise self._too_contended(name)
+
+    def _track(self, ctx, old, new, subresource=""):
+        """C{new} with managedFields crediting C{ctx.field_manager} with what it changed."""
+        if self.field_manager is None or not ctx.field_manager:
+            return new
+        info = self.info
+        return self.field_manager.update(
+            old, new, ctx.field_manager, info.api_version, info.group, info.kind, subresource,
+            ignored=reset_fields(info.has_status, subresource))
 
     # -- delete -------------------------------------------------------------
 

@@ -1,15 +1,89 @@
-# -*- test-case-name: tests.server.test_watch -*-
+# -*- test-case-name: tests.server.test_negotiation -*-
 """
 The response format a request asks for in its Accept header.
 
-Plain JSON (or YAML for answers that are not streams); watches get an
-encoder of event frames from the same choice, shared by every watcher that
-made it, so each change is encoded once per format.
+JSON, YAML (for answers that are not streams), or a server-side printing
+Table when kubectl asks for one. Watches get an encoder of event frames
+from the same choice; the encoder is shared by every watcher that made it
+(through its C{key}), so each change is encoded once per format.
 """
 
 import orjson
 
-from orchd.api import codecs
+from orchd.api import codecs, tables
+from orchd.api.errors import StatusError
+
+_JSON_RANGES = ("application/json", "application/*", "*/*")
+_HARMLESS = frozenset(("charset", "pretty", "stream"))
+
+
+class Format:
+    """
+    A chosen response format.
+
+    @ivar media: the media type written in Content-Type (bytes).
+    @ivar table: the Table version, or None for the object itself.
+    """
+
+    __slots__ = ("media", "codec", "table", "include_object")
+
+    def __init__(self, media, codec, table=None, include_object=None):
+        self.media = media
+        self.codec = codec
+        self.table = table
+        self.include_object = include_object
+
+
+def choose(request, allow_yaml=True):
+    """
+    The best format of the Accept header that this server serves.
+
+    Ranges with parameters it does not know (other C{as=} conversions) are
+    passed over, as upstream passes them, so clients fall back.
+
+    @raise StatusError: 406 when nothing acceptable is on offer.
+    """
+    accept = request.getHeader(b"accept")
+    if not accept:
+        return Format(b"application/json", codecs.JSON)
+    offers = (codecs.JSON, codecs.YAML) if allow_yaml else (codecs.JSON,)
+    for candidate in codecs.parse_accept(accept):
+        if candidate.quality <= 0:
+            continue
+        params = candidate.params
+        if "as" in params:
+            version = tables.wants_table(params)
+            if version is not None and candidate.full in _JSON_RANGES:
+                include = tables.validate_include_object(_query(request, b"includeObject"))
+                return Format(tables.table_media_type(version).encode("ascii"), codecs.JSON,
+                              version, include)
+            continue
+        if set(params) - _HARMLESS - {"g", "v"}:
+            continue
+        for offer in offers:
+            type_, subtype = offer.split("/")
+            if candidate.type in (type_, "*") and candidate.subtype in (subtype, "*"):
+                return Format(offer.encode("ascii"), offer)
+    raise StatusError.not_acceptable(
+        "only the following media types are accepted: " + ", ".join(offers))
+
+
+def _query(request, name):
+    values = request.args.get(name)
+    return values[0].decode("utf-8", "replace") if values else None
+
+
+def present(info, fmt, obj, now):
+    """C{obj} as the format wants it: a Table for objects and lists of C{info}'s kind."""
+    if fmt.table is None:
+        return obj
+    kind = obj.get("kind")
+    if kind == info.list_kind:
+        return tables.to_table(info, obj["items"], now, fmt.include_object, fmt.table,
+                               list_meta=obj.get("metadata"))
+    if kind == info.kind:
+        return tables.to_table(info, [obj], now, fmt.include_object, fmt.table)
+    return obj
 
 
 class JSONFrames:
@@ -21,14 +95,29 @@ class JSONFrames:
         return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(obj))
 
 
-_JSON_FRAMES = JSONFrames()
+class TableFrames:
+    """Encodes one watch event as a JSON line whose object is a one-row Table."""
+
+    def __init__(self, info, fmt, clock):
+        self.key = ("table", fmt.table, fmt.include_object)
+        self._info = info
+        self._fmt = fmt
+        self._clock = clock
+
+    def __call__(self, type, obj):
+        table = tables.to_table(self._info, [obj], self._clock.seconds(),
+                                self._fmt.include_object, self._fmt.table)
+        return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(table))
 
 
-def response_format(scope, watching=False):
+JSON_FRAMES = JSONFrames()
+
+
+def watch_format(request, info, clock):
     """
-    @return: C{(content type, frame encoder)}.
-    @raise StatusError: 406 when nothing acceptable is on offer.
+    @return: C{(content type, frame encoder)} for a watch.
     """
-    offers = (codecs.JSON,) if watching else (codecs.JSON, codecs.YAML)
-    media = codecs.negotiate(scope.request.getHeader(b"accept"), offers)
-    return media.encode("ascii"), _JSON_FRAMES
+    fmt = choose(request, allow_yaml=False)
+    if fmt.table is None:
+        return b"application/json", JSON_FRAMES
+    return fmt.media, TableFrames(info, fmt, clock)

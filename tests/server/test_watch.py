@@ -14,10 +14,10 @@ MERGE = b"application/merge-patch+json"
 class Stream:
     """A watch response read as it arrives."""
 
-    def __init__(self, api, path):
+    def __init__(self, api, path, headers=None):
         self.api = api
         self.chunks = []
-        self.response = api.treq.get("https://orchd" + path)
+        self.response = api.treq.get("https://orchd" + path, headers=headers)
         self.pump()
         self.response = self._result(self.response)
         self.failure = None

@@ -6,6 +6,7 @@ Every other kind gets L{orchd.registry.strategy.DefaultStrategy}.
 
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
+from orchd.registry.kinds.event import EventStrategy, EventsV1EventStrategy
 from orchd.registry.kinds.namespace import NamespaceStrategy
 from orchd.registry.strategy import DefaultStrategy
 
@@ -14,6 +15,7 @@ _STRATEGIES = {
     ("", "ConfigMap"): ConfigMapStrategy,
     ("", "Secret"): SecretStrategy,
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
+    ("", "Event"): EventStrategy, ("events.orch.io", "Event"): EventsV1EventStrategy,
 }
 
 

@@ -8,12 +8,20 @@ resource's registry (C{provider}) and reads the request uniformly.
 
 from orchd.api import codecs
 from orchd.api.errors import FieldError, StatusError
+from orchd.api.fieldmanager import apply_manager_required, default_manager, field_manager_errors
+from orchd.api.fieldvalidation import (
+    duplicate_field_message, prune_unknown_fields, strict_error, unknown_field_message,
+)
+from orchd.api.strictdecode import duplicate_fields
 from orchd.registry.context import RequestContext
-from orchd.server.response import write_object
+from orchd.server import negotiation
+from orchd.server.response import wants_pretty, write_body
 
 MAX_BODY = 3 * 1024 * 1024
 _TRUE = (b"true", b"1", b"True")
 _OPTIONS_GROUP = "meta.k8s.io"  # [COMPAT] clients match the option kinds' group
+_VALIDATIONS = ("Ignore", "Warn", "Strict")
+_DEFAULT_VALIDATION = "Warn"
 
 
 class RequestScope:
@@ -23,7 +31,8 @@ class RequestScope:
     @ivar provider: the resource's registry (e.g. a generic ResourceStore).
     """
 
-    __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "min_request_timeout")
+    __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "min_request_timeout",
+                 "field_validation")
 
     def __init__(self, request, info, user, kind, provider, min_request_timeout=1800):
         self.request = request
@@ -32,6 +41,7 @@ class RequestScope:
         self.kind = kind
         self.provider = provider
         self.min_request_timeout = min_request_timeout
+        self.field_validation = _DEFAULT_VALIDATION
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
 
     # -- query --------------------------------------------------------------
@@ -57,11 +67,14 @@ class RequestScope:
                 f'invalid value for query parameter "{name}": "{text}" is not an integer'
             ) from None
 
-    def write_options(self, options_kind):
+    def write_options(self, options_kind, apply=False):
         """
         Read C{dryRun}, C{fieldManager} and C{fieldValidation} of a write.
 
+        The manager defaults to one derived from the User-Agent, as upstream.
+
         @param options_kind: C{CreateOptions}, C{UpdateOptions}, ... for messages.
+        @param apply: True for server-side apply, where fieldManager is required.
         """
         errors = []
         dry_run = self.request.args.get(b"dryRun", [])
@@ -70,16 +83,19 @@ class RequestScope:
                 errors.append(FieldError.not_supported(
                     "dryRun", value.decode("utf-8", "replace"), ["All"]))
         manager = self.query("fieldManager") or None
-        if manager is not None and len(manager) > 128:
-            errors.append(FieldError.too_long("fieldManager", 128))
-        validation = self.query("fieldValidation")
-        if validation and validation not in ("Ignore", "Warn", "Strict"):
-            errors.append(FieldError.not_supported(
-                "fieldValidation", validation, ["Ignore", "Warn", "Strict"]))
+        if manager is not None:
+            errors += field_manager_errors(manager)
+        elif apply:
+            raise apply_manager_required()
+        validation = self.query("fieldValidation") or _DEFAULT_VALIDATION
+        if validation not in _VALIDATIONS:
+            errors.append(FieldError.not_supported("fieldValidation", validation, _VALIDATIONS))
         if errors:
             raise StatusError.invalid(options_kind, _OPTIONS_GROUP, "", errors)
         self.ctx.dry_run = bool(dry_run)
-        self.ctx.field_manager = manager
+        self.ctx.field_manager = manager or default_manager(
+            (self.request.getHeader(b"user-agent") or b"").decode("utf-8", "replace"))
+        self.field_validation = validation
 
     # -- body ---------------------------------------------------------------
 
@@ -94,10 +110,36 @@ class RequestScope:
         return data
 
     def read_object(self):
-        """The body as an object of this resource's kind (apiVersion/kind checked)."""
-        obj = codecs.decode_body(self.request.getHeader(b"content-type"), self.body())
+        """The body as an object of this resource's kind, checked field by field."""
+        body = self.body()
+        content_type = self.request.getHeader(b"content-type")
+        duplicates = self.duplicates(body, content_type)
+        obj = codecs.decode_body(content_type, body)
         self.check_kind(obj)
+        self.check_fields(obj, duplicates)
         return obj
+
+    def duplicates(self, body, content_type):
+        """Messages for keys repeated in a body (skipped when they would be ignored)."""
+        if self.field_validation == "Ignore":
+            return []
+        media = codecs.media_type(content_type) if content_type else codecs.JSON
+        return [duplicate_field_message(path) for path in duplicate_fields(body, media)]
+
+    def check_fields(self, obj, messages=()):
+        """
+        Drop fields the kind does not know, then report them as the request's
+        C{fieldValidation} asks: not at all, as warnings, or as a 400.
+        """
+        kind = self.kind
+        unknown = prune_unknown_fields(obj, kind.group, kind.version, kind.kind)
+        messages = list(messages) + [unknown_field_message(path) for path in unknown]
+        if not messages or self.field_validation == "Ignore":
+            return
+        if self.field_validation == "Strict":
+            raise strict_error(kind.kind, kind.version, messages)
+        for message in messages:
+            self.ctx.warn(message)
 
     def check_kind(self, obj, kind=None):
         """Fill in or check C{apiVersion} and C{kind} against the URL (400 on mismatch)."""
@@ -120,4 +162,8 @@ class RequestScope:
     # -- answer -------------------------------------------------------------
 
     def respond(self, code, obj):
-        write_object(self.request, code, obj, self.ctx.warnings)
+        """Answer with C{obj}, as a Table when the client asked for one."""
+        fmt = negotiation.choose(self.request)
+        obj = negotiation.present(self.kind, fmt, obj, self.provider.clock.seconds())
+        body = codecs.encode(obj, fmt.codec, wants_pretty(self.request))
+        write_body(self.request, code, fmt.media, body, self.ctx.warnings)

@@ -16,7 +16,7 @@ from zope.interface import implementer
 
 from orchd.api.errors import FieldError, StatusError
 from orchd.server.handlers.list import list_options
-from orchd.server.negotiation import response_format
+from orchd.server.negotiation import watch_format
 
 log = Logger()
 _TRUE = ("true", "1")
@@ -155,7 +155,7 @@ class WatchResponse:
 async def handle(scope):
     """Start a watch; the response stays open until the watch ends."""
     options = watch_options(scope, scope.min_request_timeout)
-    content_type, encode = response_format(scope, watching=True)
+    content_type, encode = watch_format(scope.request, scope.kind, scope.provider.clock)
     start = await scope.provider.prepare_watch(scope.ctx, options)
     response = WatchResponse(scope.request, scope.provider.clock, content_type)
     watcher = start(response, encode)

@@ -1,0 +1,592 @@
+# -*- test-case-name: tests.controllers.test_garbagecollector -*-
+"""
+The garbage collector: objects whose owners are gone are deleted.
+
+A graph (owner uid -> dependent uids) is kept from one informer per stored
+resource; the work is upstream's C{attemptToDelete} and C{attemptToOrphan}:
+
+ - B{delete}: each owner of an object is read live, in the object's
+   namespace unless its kind is cluster-scoped. Missing or with another uid
+   it is I{dangling}; deleted in the foreground, I{waiting}; else I{solid}.
+   With a solid owner the other references are removed; with none the
+   object is deleted (in the foreground if an owner waits and the object
+   has dependents, else as its finalizers say, by default in the
+   background). An object deleted in the foreground drops its
+   C{foregroundDeletion} finalizer once no dependent blocks it.
+ - B{orphan}: an owner deleted with the C{orphan} finalizer is removed from
+   its dependents' references, then the finalizer is dropped.
+
+Nothing runs before every informer has listed. Work reaches the queue a
+bounded amount per reactor turn, and workers wait for the next turn once
+the turn's budget of registry calls is spent.
+"""
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred, gatherResults, succeed
+from twisted.logger import Logger
+
+from orchd.api.errors import StatusError
+from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
+from orchd.controllers.events import WARNING, EventRecorder, LRUCache
+from orchd.controllers.informer import Informer
+from orchd.controllers.queue import WorkQueue
+from orchd.registry.options import DeleteOptions
+from orchd.storage.interfaces import DELETED
+
+COMPONENT = "garbage-collector-controller"
+#: Work kinds, the first element of a queue key.
+ATTEMPT_DELETE = "delete"
+ATTEMPT_ORPHAN = "orphan"
+
+_ABSENT_CACHE = 500
+
+
+class _Node:
+    """An observed object: where it lives, and the owner references it had."""
+
+    __slots__ = ("uid", "provider", "namespace", "name", "owners", "being_deleted",
+                 "deleting_dependents")
+
+    def __init__(self, uid, provider, namespace, name):
+        self.uid = uid
+        self.provider = provider
+        self.namespace = namespace
+        self.name = name
+        self.owners = []
+        self.being_deleted = False
+        self.deleting_dependents = False
+
+    def reference(self):
+        """A minimal object naming this node, for events about it."""
+        info = self.provider.info
+        meta = {"name": self.name, "uid": self.uid}
+        if self.namespace:
+            meta["namespace"] = self.namespace
+        return {"apiVersion": info.api_version, "kind": info.kind, "metadata": meta}
+
+    def __repr__(self):
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.provider.info.kind} {where}"
+
+
+class _Replaced(Exception):
+    """The object at the name now has another uid: the one we meant is gone."""
+
+
+def _group(api_version):
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def _owner_references(meta):
+    """The well-formed owner references of an object (those with a uid)."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return []
+    return [ref for ref in refs if isinstance(ref, dict) and ref.get("uid")]
+
+
+def _blocking(ref):
+    return ref.get("blockOwnerDeletion") is True
+
+
+def _finalizers(meta):
+    finalizers = meta.get("finalizers")
+    return finalizers if isinstance(finalizers, list) else []
+
+
+def _set_list(meta, field, values):
+    """Set a metadata list, leaving the field out when it is empty."""
+    if values:
+        meta[field] = values
+    else:
+        meta.pop(field, None)
+
+
+def _deletion_starts_with(old, meta, finalizer):
+    """Upstream C{deletionStartsWithFinalizer}: being deleted with C{finalizer}, newly."""
+    if not meta.get("deletionTimestamp") or finalizer not in _finalizers(meta):
+        return False
+    if old is None:
+        return True
+    old_meta = old.get("metadata") or {}
+    return not old_meta.get("deletionTimestamp") or finalizer not in _finalizers(old_meta)
+
+
+class GarbageCollector(Service):
+    """
+    @param catalog: the L{orchd.registry.catalog.Catalog}; every stored
+        resource is watched, and every write goes through its registries.
+    @param clock: an C{IReactorTime}.
+    @param ops_per_turn: registry calls (and queue feeds) per reactor turn.
+    @param concurrency: objects worked on at once.
+    @param recorder: an L{EventRecorder} for warnings about invalid references.
+    """
+
+    name = "garbagecollector"
+    log = Logger()
+
+    def __init__(self, catalog, clock, ops_per_turn=1000, concurrency=16, recorder=None):
+        self._catalog = catalog
+        self._clock = clock
+        self._ops_per_turn = ops_per_turn
+        self._concurrency = concurrency
+        self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
+        self._kinds = {}
+        self._informers = []
+        prefixes = set()
+        for info in catalog.served_kinds:
+            if not info.stored:
+                continue
+            provider = catalog.resource(info.group, info.resource)
+            self._kinds.setdefault((info.group, info.kind), provider)
+            prefix = provider.info.key_prefix()
+            if prefix in prefixes:
+                continue
+            prefixes.add(prefix)
+            self._informers.append(Informer(
+                catalog.store, prefix,
+                lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old)))
+        self._nodes = {}
+        self._dependents = {}
+        self._absent = LRUCache(_ABSENT_CACHE)
+        self._queue = WorkQueue(self._work, clock, concurrency=concurrency)
+        self._pending = {}
+        self._in_flight = 0
+        self._synced = False
+        self._stopped = False
+        self._feed_call = None
+        self._scan_call = None
+        self._scan = None
+        self._ops = 0
+        self._turn_call = None
+        self._waiters = []
+        self.started = None
+
+    # -- service ----------------------------------------------------------------
+
+    def startService(self):
+        super().startService()
+        self.started = Deferred.fromCoroutine(self._start())
+        self.started.addErrback(
+            lambda f: self.log.failure("Garbage collector failed to start", f))
+
+    async def _start(self):
+        await gatherResults([Deferred.fromCoroutine(informer.start())
+                             for informer in self._informers], consumeErrors=True)
+        if self._stopped:
+            return
+        self._synced = True
+        self.log.info("Garbage collector synced: {count} objects in the graph",
+                      count=len(self._nodes))
+        # Owners of every kind are known now: look for references to owners
+        # that were never seen, a few at a time.
+        self._scan = iter(list(self._nodes))
+        self._scan_call = self._clock.callLater(0, self._scan_some)
+        self._schedule_feed()
+
+    def stopService(self):
+        self._stopped = True
+        for informer in self._informers:
+            informer.stop()
+        self._queue.stop()
+        for call in (self._feed_call, self._scan_call, self._turn_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._feed_call = self._scan_call = self._turn_call = None
+        self._waiters = []
+        self._pending.clear()
+        return super().stopService()
+
+    # -- the graph --------------------------------------------------------------
+
+    def _changed(self, provider, type, obj, old):
+        meta = obj.get("metadata") or {}
+        uid = meta.get("uid")
+        if not uid:
+            return
+        if type == DELETED:
+            self._removed(uid)
+            return
+        node = self._nodes.get(uid)
+        if node is None:
+            node = self._nodes[uid] = _Node(uid, provider, meta.get("namespace", ""),
+                                            meta.get("name", ""))
+            # Dependents seen before their owner may name it wrongly (kind,
+            # name, namespace): let each check its references.
+            for dependent in self._dependents.get(uid, ()):
+                found = self._nodes.get(dependent)
+                if found is not None and not self._references_match(found, node):
+                    self._enqueue(ATTEMPT_DELETE, dependent)
+        owners = _owner_references(meta)
+        if owners != node.owners:
+            self._owners_changed(node, owners)
+        node.being_deleted = bool(meta.get("deletionTimestamp"))
+        node.deleting_dependents = node.being_deleted and FINALIZER_FOREGROUND in _finalizers(meta)
+        if _deletion_starts_with(old, meta, FINALIZER_ORPHAN):
+            self._enqueue(ATTEMPT_ORPHAN, uid)
+        elif _deletion_starts_with(old, meta, FINALIZER_FOREGROUND):
+            for dependent in self._dependents.get(uid, ()):
+                self._enqueue(ATTEMPT_DELETE, dependent)
+            self._enqueue(ATTEMPT_DELETE, uid)
+
+    def _owners_changed(self, node, owners):
+        before = {ref["uid"]: ref for ref in node.owners}
+        after = {ref["uid"]: ref for ref in owners}
+        node.owners = owners
+        added = [ref for uid, ref in after.items() if uid not in before]
+        for uid, ref in before.items():
+            if uid not in after:
+                self._forget_dependent(uid, node.uid)
+            # An owner waiting on this dependent may be free to go now.
+            if _blocking(ref) and not _blocking(after.get(uid, {})):
+                owner = self._nodes.get(uid)
+                if owner is not None and owner.deleting_dependents:
+                    self._enqueue(ATTEMPT_DELETE, uid)
+        for ref in added:
+            self._dependents.setdefault(ref["uid"], set()).add(node.uid)
+        if self._synced and self._needs_check(node, added):
+            self._enqueue(ATTEMPT_DELETE, node.uid)
+
+    def _needs_check(self, node, refs):
+        """True if some reference may not resolve to a live, undeleted owner."""
+        check = False
+        for ref in refs:
+            owner = self._nodes.get(ref["uid"])
+            if owner is None or owner.deleting_dependents:
+                check = True
+            elif not self._references_match(node, owner):
+                if node.namespace and owner.provider.info.namespaced \
+                        and owner.namespace != node.namespace:
+                    # (Cluster-scoped dependents are reported when classified.)
+                    self._report_invalid_namespace(node, ref)
+                check = True
+        return check
+
+    def _references_match(self, dependent, owner):
+        """Whether every reference of C{dependent} to C{owner}'s uid names C{owner}."""
+        info = owner.provider.info
+        if info.namespaced and owner.namespace != dependent.namespace:
+            return False
+        for ref in dependent.owners:
+            if ref["uid"] == owner.uid and (
+                    ref.get("kind") != info.kind or ref.get("name") != owner.name
+                    or _group(ref.get("apiVersion") or "") != info.group):
+                return False
+        return True
+
+    def _report_invalid_namespace(self, node, ref):
+        where = (f"[{ref.get('apiVersion')}/{ref.get('kind')}, namespace: {node.namespace}, "
+                 f"name: {ref.get('name')}, uid: {ref['uid']}]")
+        self._recorder.record(node.reference(), WARNING, "OwnerRefInvalidNamespace",
+                              f'ownerRef {where} does not exist in namespace "{node.namespace}"')
+
+    def _removed(self, uid):
+        node = self._nodes.pop(uid, None)
+        if node is None:
+            return
+        for ref in node.owners:
+            self._forget_dependent(ref["uid"], uid)
+            owner = self._nodes.get(ref["uid"])
+            if owner is not None and owner.deleting_dependents:
+                self._enqueue(ATTEMPT_DELETE, owner.uid)
+        dependents = self._dependents.get(uid)
+        if dependents:
+            # Uids are never reused: every reference to this one dangles now.
+            self._absent.put(uid, True)
+            for dependent in dependents:
+                self._enqueue(ATTEMPT_DELETE, dependent)
+
+    def _forget_dependent(self, owner, dependent):
+        dependents = self._dependents.get(owner)
+        if dependents is not None:
+            dependents.discard(dependent)
+            if not dependents:
+                del self._dependents[owner]
+
+    def _scan_some(self):
+        self._scan_call = None
+        if self._scan is None or self._stopped:
+            return
+        for _ in range(self._ops_per_turn):
+            uid = next(self._scan, None)
+            if uid is None:
+                self._scan = None
+                return
+            node = self._nodes.get(uid)
+            if node is not None and node.owners and self._needs_check(node, node.owners):
+                self._enqueue(ATTEMPT_DELETE, uid)
+        self._scan_call = self._clock.callLater(0, self._scan_some)
+
+    # -- feeding the queue, a turn at a time ------------------------------------
+
+    def _enqueue(self, action, uid):
+        self._pending[(action, uid)] = None
+        self._schedule_feed()
+
+    def _schedule_feed(self):
+        if self._feed_call is None and self._synced and not self._stopped and self._pending:
+            self._feed_call = self._clock.callLater(0, self._feed)
+
+    def _feed(self):
+        """Hand pending work to the queue while workers and this turn's budget allow."""
+        self._feed_call = None
+        fed = 0
+        while (self._pending and self._in_flight < self._concurrency
+               and fed < self._ops_per_turn and self._ops < self._ops_per_turn
+               and not self._stopped):
+            key = next(iter(self._pending))
+            del self._pending[key]
+            fed += 1
+            self._queue.add(key)
+        if self._in_flight < self._concurrency:
+            self._schedule_feed()
+
+    def _tick(self):
+        """Count one registry call; past the turn's budget, wait for the next turn."""
+        self._ops += 1
+        if self._turn_call is None:
+            self._turn_call = self._clock.callLater(0, self._next_turn)
+        if self._ops <= self._ops_per_turn:
+            return succeed(None)
+        waiter = Deferred()
+        self._waiters.append(waiter)
+        return waiter
+
+    def _next_turn(self):
+        self._turn_call = None
+        self._ops = 0
+        waiters, self._waiters = self._waiters, []
+        resumed = 0
+        while resumed < len(waiters) and self._ops < self._ops_per_turn and not self._stopped:
+            self._ops += 1
+            resumed += 1
+            waiters[resumed - 1].callback(None)
+        self._waiters = waiters[resumed:] + self._waiters
+        if (self._ops or self._waiters) and self._turn_call is None and not self._stopped:
+            self._turn_call = self._clock.callLater(0, self._next_turn)
+
+    async def _work(self, key):
+        self._in_flight += 1
+        try:
+            await self._tick()
+            if self._stopped:
+                return
+            action, uid = key
+            if action == ATTEMPT_ORPHAN:
+                await self._attempt_orphan(uid)
+            else:
+                await self._attempt_delete(uid)
+        finally:
+            self._in_flight -= 1
+            self._schedule_feed()
+
+    # -- attempt to delete ------------------------------------------------------
+
+    async def _attempt_delete(self, uid):
+        node = self._nodes.get(uid)
+        if node is None:
+            return
+        if node.being_deleted and not node.deleting_dependents:
+            # Deletion is a one-way trip: its dependents are handled once it is gone.
+            return
+        latest = await self._latest(node)
+        if latest is None:
+            return
+        meta = latest["metadata"]
+        if meta.get("deletionTimestamp"):
+            if FINALIZER_FOREGROUND in _finalizers(meta):
+                await self._finish_foreground(node)
+            return
+        refs = _owner_references(meta)
+        if not refs:
+            return
+        classified = await self._classify(node, refs)
+        if classified is None:
+            return
+        solid, dangling, waiting = classified
+        if solid:
+            if dangling or waiting:
+                gone = {ref["uid"] for ref in dangling + waiting}
+                self.log.info("Removing references to {count} gone or going owners from {node}",
+                              count=len(gone), node=node)
+                await self._remove_references(node, gone)
+            return
+        dependents = [self._nodes[d] for d in self._dependents.get(uid, ()) if d in self._nodes]
+        if waiting and dependents:
+            if any(dependent.deleting_dependents for dependent in dependents):
+                # A dependent waits on this object while an owner waits on it:
+                # stop blocking the owner so that a cycle cannot hang.
+                await self._unblock_references(node)
+            await self._delete(node, latest, "Foreground")
+            return
+        finalizers = _finalizers(meta)
+        if FINALIZER_ORPHAN in finalizers:
+            policy = "Orphan"
+        elif FINALIZER_FOREGROUND in finalizers:
+            policy = "Foreground"
+        else:
+            policy = "Background"
+        await self._delete(node, latest, policy)
+
+    async def _classify(self, node, refs):
+        """
+        Sort references into solid, dangling and waiting (for dependents' deletion).
+
+        @return: the three lists, or None when the object is cluster-scoped
+            and names a namespaced owner, which can never resolve.
+        """
+        solid, dangling, waiting = [], [], []
+        for ref in refs:
+            provider = self._kinds.get((_group(ref.get("apiVersion") or ""), ref.get("kind")))
+            if provider is None:
+                # Not a kind this server stores: never collect because of it.
+                self.log.debug("{node} names an owner of unknown kind {kind}", node=node,
+                               kind=ref.get("kind"))
+                solid.append(ref)
+                continue
+            namespaced = provider.info.namespaced
+            if namespaced and not node.namespace:
+                self.log.info("{node} is cluster-scoped but names a namespaced owner", node=node)
+                self._report_invalid_namespace(node, ref)
+                return None
+            namespace = node.namespace if namespaced else ""
+            absent_key = (ref["uid"], provider.info.group, ref.get("kind"), namespace,
+                          ref.get("name"))
+            if ref["uid"] in self._absent or absent_key in self._absent:
+                dangling.append(ref)
+                continue
+            await self._tick()
+            owner = await self._get(provider, namespace, ref.get("name") or "")
+            if owner is None or owner["metadata"].get("uid") != ref["uid"]:
+                self._absent.put(absent_key, True)
+                dangling.append(ref)
+            elif owner["metadata"].get("deletionTimestamp") and \
+                    FINALIZER_FOREGROUND in _finalizers(owner["metadata"]):
+                waiting.append(ref)
+            else:
+                solid.append(ref)
+        return solid, dangling, waiting
+
+    async def _finish_foreground(self, node):
+        """Drop C{foregroundDeletion} once no dependent blocks; else push them on."""
+        blocking = []
+        for uid in self._dependents.get(node.uid, ()):
+            dependent = self._nodes.get(uid)
+            if dependent is not None and any(ref["uid"] == node.uid and _blocking(ref)
+                                             for ref in dependent.owners):
+                blocking.append(dependent)
+        if not blocking:
+            self.log.info("Dependents of {node} are gone; finishing its foreground deletion",
+                          node=node)
+            await self._remove_finalizer(node, FINALIZER_FOREGROUND)
+            return
+        for dependent in blocking:
+            if not dependent.deleting_dependents:
+                self._enqueue(ATTEMPT_DELETE, dependent.uid)
+
+    # -- orphan -----------------------------------------------------------------
+
+    async def _attempt_orphan(self, uid):
+        node = self._nodes.get(uid)
+        if node is None:
+            return
+        latest = await self._latest(node)
+        if latest is None:
+            return
+        meta = latest["metadata"]
+        if not meta.get("deletionTimestamp") or FINALIZER_ORPHAN not in _finalizers(meta):
+            return
+        dependents = [self._nodes[d] for d in list(self._dependents.get(uid, ()))
+                      if d in self._nodes]
+        for dependent in dependents:
+            await self._remove_references(dependent, {uid})
+        self.log.info("Orphaned {count} dependents of {node}", count=len(dependents), node=node)
+        await self._remove_finalizer(node, FINALIZER_ORPHAN)
+
+    # -- registry calls ---------------------------------------------------------
+
+    async def _get(self, provider, namespace, name):
+        try:
+            return await provider.get(self._catalog.system_context(namespace), name)
+        except StatusError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    async def _latest(self, node):
+        """The object of C{node} as stored now, or None if that object is gone."""
+        await self._tick()
+        obj = await self._get(node.provider, node.namespace, node.name)
+        if obj is None or obj["metadata"].get("uid") != node.uid:
+            return None
+        return obj
+
+    async def _patch(self, node, change):
+        """
+        Apply C{change(metadata)} to the stored object of C{node}; the registry
+        re-applies it on conflicts. Nothing happens if the object is gone.
+        """
+        def apply(current):
+            meta = current["metadata"]
+            if meta.get("uid") != node.uid:
+                raise _Replaced()
+            change(meta)
+            meta.pop("resourceVersion", None)
+            return current
+
+        await self._tick()
+        try:
+            await node.provider.patch(self._catalog.system_context(node.namespace), node.name,
+                                      apply)
+        except _Replaced:
+            return
+        except StatusError as e:
+            if e.code != 404:
+                raise
+
+    async def _remove_references(self, node, uids):
+        await self._patch(node, lambda meta: _set_list(meta, "ownerReferences", [
+            ref for ref in meta.get("ownerReferences") or []
+            if not (isinstance(ref, dict) and ref.get("uid") in uids)]))
+
+    async def _unblock_references(self, node):
+        def unblock(meta):
+            for ref in meta.get("ownerReferences") or []:
+                if isinstance(ref, dict) and _blocking(ref):
+                    ref["blockOwnerDeletion"] = False
+
+        await self._patch(node, unblock)
+
+    async def _remove_finalizer(self, node, finalizer):
+        await self._patch(node, lambda meta: _set_list(
+            meta, "finalizers", [f for f in _finalizers(meta) if f != finalizer]))
+
+    async def _delete(self, node, latest, policy):
+        """
+        Delete the object as read (uid and resourceVersion preconditions), so
+        that an owner reference added meanwhile saves it; if other fields
+        changed, retry once at the new version, else leave it to the queue.
+        """
+        ctx = self._catalog.system_context(node.namespace)
+        version = latest["metadata"]["resourceVersion"]
+        owners = latest["metadata"].get("ownerReferences")
+        for attempt in (1, 2):
+            await self._tick()
+            try:
+                await node.provider.delete(ctx, node.name, DeleteOptions(
+                    uid=node.uid, resource_version=version, propagation_policy=policy))
+            except StatusError as e:
+                if e.code == 404:
+                    return
+                if e.code != 409 or attempt == 2:
+                    raise
+                live = await self._latest(node)
+                if live is None:
+                    return
+                if live["metadata"].get("ownerReferences") != owners:
+                    raise
+                version = live["metadata"]["resourceVersion"]
+                continue
+            self.log.info("Deleted {node} (owners gone; propagation {policy})",
+                          node=node, policy=policy)
+            return
