@@ -6,6 +6,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from zope.interface import implementer
 
+from orchd.api.features import FeatureGates
 from orchd.api.versions import enabled_kinds
 from orchd.auth.authz.always import AlwaysAllow, PrivilegedGroups
 from orchd.auth.authz.public import AnonymousPublicInfo
@@ -15,6 +16,7 @@ from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.health import Health
+from orchd.server.settings import ServerSettings
 from orchd.server.site import APIServer
 from orchd.storage.memory import MemoryStore
 
@@ -41,7 +43,7 @@ class APIHarness:
     """
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
-                 system_namespaces=True):
+                 system_namespaces=True, feature_gates=""):
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
         self.store = store or MemoryStore()
@@ -53,7 +55,8 @@ class APIHarness:
             authorizers = [PrivilegedGroups(), AnonymousPublicInfo(), AlwaysAllow()]
         self.resource = APIServer(
             self.catalog, self.authenticator, UnionAuthorizer(authorizers), self.health,
-            DiscoveryRoutes(self.catalog.served_kinds))
+            DiscoveryRoutes(self.catalog.served_kinds),
+            settings=ServerSettings(features=FeatureGates.parse(feature_gates)))
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

@@ -146,15 +146,17 @@ class StatusError(Exception):
     An API error: HTTP code, machine-readable reason, message and details.
 
     @ivar headers: extra response headers (e.g. C{Retry-After}).
+    @ivar metadata: the Status's ListMeta (e.g. a fresh C{continue} token).
     """
 
-    def __init__(self, code, reason, message, details=None, headers=None):
+    def __init__(self, code, reason, message, details=None, headers=None, metadata=None):
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details or {}
         self.headers = headers or {}
+        self.metadata = metadata or {}
 
     def __repr__(self):
         return f"<StatusError {self.code} {self.reason}: {self.message}>"
@@ -164,7 +166,7 @@ class StatusError(Exception):
         status = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.metadata),
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

@@ -30,6 +30,7 @@ from orchd.registry.catalog import Catalog
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
+from orchd.server.settings import ServerSettings
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.compactor import Compactor
@@ -112,7 +113,7 @@ class ControlPlane(MultiService):
             self.catalog, authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
-            min_request_timeout=config.min_request_timeout,
+            ServerSettings(config.min_request_timeout, config.feature_gates),
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)

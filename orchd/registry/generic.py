@@ -129,7 +129,9 @@ class ResourceStore:
                     prefix, revision=revision, start=start, limit=page_size,
                     count_remaining=bool(limit) and not filtered)
             except CompactedError:
-                raise self._continue_expired() if options.continue_token else StatusError.expired(
+                if options.continue_token:
+                    raise _continue_expired(start[len(info.key_prefix()):]) from None
+                raise StatusError.expired(
                     "The resourceVersion for the provided list is too old.") from None
             except FutureRevisionError as e:
                 raise _too_large(e) from None
@@ -201,12 +203,6 @@ class ResourceStore:
         if options.resource_version_match == "Exact" and options.resource_version not in ("", "0"):
             return int(options.resource_version), None
         return 0, None
-
-    @staticmethod
-    def _continue_expired():
-        return StatusError.expired(
-            "The provided continue parameter is too old to display a consistent list result. "
-            "You can start a new list without the continue parameter.")
 
     def selector(self, options):
         """C{selected(obj) -> bool} for the selectors of C{options}."""
@@ -622,6 +618,22 @@ class ResourceStore:
 
 def _everything(obj):
     return True
+
+
+def _continue_expired(start):
+    """
+    The 410 of a continue token whose snapshot was compacted, carrying a
+    token that resumes at the same place from the latest state.
+    """
+    return StatusError(
+        410, "Expired",
+        "The provided continue parameter is too old to display a consistent list result. You "
+        "can start a new list without the continue parameter, or use the continue token in "
+        "this response to retrieve the remainder of the results. Continuing with the provided "
+        "token results in an inconsistent list - objects that were created, modified, or "
+        "deleted between the time the first chunk was returned and now may show up in the "
+        "list.",
+        metadata={"continue": encode_continue(0, start)})
 
 
 def _too_large(error):

@@ -54,7 +54,8 @@ def encode_continue(revision, start_key):
 
 def decode_continue(token):
     """
-    @return: C{(revision, start_key)}.
+    @return: C{(revision, start_key)}; revision 0 (from a token handed out
+        after the snapshot expired) means the latest.
     @raise StatusError: 400 for a token this server did not make.
     """
     try:
@@ -63,7 +64,7 @@ def decode_continue(token):
         if data.get("v") != _TOKEN_VERSION:
             raise ValueError("unknown version")
         revision, start = data["rv"], data["start"]
-        if not isinstance(revision, int) or revision <= 0 or not isinstance(start, str):
+        if not isinstance(revision, int) or revision < 0 or not isinstance(start, str):
             raise ValueError("malformed")
         if start.startswith("/") or "/.." in start or start.startswith(".."):
             raise ValueError("invalid start key")

@@ -103,13 +103,18 @@ class DefaultStrategy:
             value = obj
             for part in field.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
-            values[field] = _selector_text(value)
+            values[field] = _selector_text(value, field)
         return values
 
 
-def _selector_text(value):
+#: Fields whose absence reads as a value, as upstream's typed objects give them.
+_ZERO_VALUES = {"spec.hostNetwork": "false", "spec.unschedulable": "false",
+                "status.replicas": "0", "status.successful": "0"}
+
+
+def _selector_text(value, field=""):
     if value is None:
-        return ""
+        return _ZERO_VALUES.get(field, "")
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

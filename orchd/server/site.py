@@ -24,6 +24,7 @@ from orchd.server.handlers import VERB_HANDLERS
 from orchd.server.handlers.scope import MAX_BODY, RequestScope
 from orchd.server.health import ENDPOINTS
 from orchd.server.requestinfo import parse_request_info
+from orchd.server.settings import ServerSettings
 
 _NOT_FOUND = "the server could not find the requested resource"
 
@@ -80,9 +81,9 @@ class APIServer(Resource):
     log = Logger()
 
     def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None,
-                 min_request_timeout=1800):
+                 settings=None):
         super().__init__()
-        self.min_request_timeout = min_request_timeout
+        self.settings = settings or ServerSettings()
         self.catalog = catalog
         self.authenticator = authenticator
         self.authorization = AuthorizationFilter(authorizer)
@@ -131,7 +132,7 @@ class APIServer(Resource):
         if handler is None or info.verb not in allowed:
             raise StatusError.method_not_allowed(info.verb or request.method.decode(),
                                                  kind.resource, kind.group)
-        await handler(RequestScope(request, info, user, kind, provider, self.min_request_timeout))
+        await handler(RequestScope(request, info, user, kind, provider, self.settings))
 
     async def _serve_path(self, request, path):
         segments = [s for s in path.split("/") if s]

@@ -600,3 +600,65 @@ class PropagationTests(SynchronousTestCase):
         """gracePeriodSeconds must not be negative."""
         self.assertEqual(self.api.call("DELETE", CM + "/owner",
                                        {"gracePeriodSeconds": -1})[0], 422)
+
+
+class KindFieldSelectorTests(SynchronousTestCase):
+    def test_pod_fields(self):
+        """Pods select by spec.nodeName and status.phase; hostNetwork defaults to false."""
+        api = APIHarness()
+        pods = "/api/v1/namespaces/default/pods"
+        for name, node in (("p1", "n1"), ("p2", "n2"), ("p3", None)):
+            spec = {"containers": [{"name": "c", "image": "i"}]}
+            if node:
+                spec["nodeName"] = node
+            api.call("POST", pods, {"metadata": {"name": name}, "spec": spec})
+        api.call("PUT", pods + "/p1/status", dict(api.call("GET", pods + "/p1")[1],
+                                                   status={"phase": "Running"}))
+
+        def names(selector):
+            code, body, _ = api.call("GET", f"{pods}?fieldSelector={selector}")
+            self.assertEqual(code, 200, body)
+            return [i["metadata"]["name"] for i in body["items"]]
+
+        self.assertEqual(names("spec.nodeName%3Dn2"), ["p2"])
+        self.assertEqual(names("spec.nodeName%3D"), ["p3"])
+        self.assertEqual(names("status.phase%3DRunning"), ["p1"])
+        self.assertEqual(names("spec.hostNetwork%3Dfalse"), ["p1", "p2", "p3"])
+        self.assertEqual(names("spec.nodeName!%3Dn1,status.phase!%3DRunning"), ["p2", "p3"])
+        code, status, _ = api.call("GET", pods + "?fieldSelector=spec.image%3Dx")
+        self.assertEqual(code, 400)
+        self.assertEqual(status["message"], "field label not supported: spec.image")
+
+    def test_node_unschedulable(self):
+        """Nodes select by spec.unschedulable."""
+        api = APIHarness()
+        api.call("POST", "/api/v1/nodes", {"metadata": {"name": "a"}, "spec": {"unschedulable": True}})
+        api.call("POST", "/api/v1/nodes", {"metadata": {"name": "b"}})
+        _, body, _ = api.call("GET", "/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse")
+        self.assertEqual([i["metadata"]["name"] for i in body["items"]], ["b"])
+
+
+class ListGateTests(SynchronousTestCase):
+    def test_remaining_item_count_gate(self):
+        """RemainingItemCount=false leaves the count out of chunked lists."""
+        for gates, expected in (("", True), ("RemainingItemCount=false", False)):
+            api = APIHarness(feature_gates=gates)
+            for name in "abc":
+                api.call("POST", CM, configmap(name))
+            _, page, _ = api.call("GET", CM + "?limit=1")
+            self.assertEqual("remainingItemCount" in page["metadata"], expected)
+            self.assertIn("continue", page["metadata"])
+
+    def test_expired_continue_offers_fresh_token(self):
+        """A continue token of a compacted snapshot is 410 with a token from the latest state."""
+        api = APIHarness()
+        for name in "abc":
+            api.call("POST", CM, configmap(name))
+        _, page, _ = api.call("GET", CM + "?limit=1")
+        api.call("POST", CM, configmap("d"))
+        api.store.compact(int(page["metadata"]["resourceVersion"]) + 1)
+        code, status, _ = api.call("GET", CM + "?limit=1&continue=" + page["metadata"]["continue"])
+        self.assertEqual((code, status["reason"]), (410, "Expired"))
+        token = status["metadata"]["continue"]
+        _, rest, _ = api.call("GET", CM + "?limit=10&continue=" + token)
+        self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["b", "c", "d"])

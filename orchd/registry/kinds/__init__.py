@@ -1,7 +1,9 @@
 """
 The strategies of kinds that have rules of their own.
 
-Every other kind gets L{orchd.registry.strategy.DefaultStrategy}.
+Every other kind gets L{orchd.registry.strategy.DefaultStrategy}; kinds
+whose only rule is a set of well-known field selectors just name them in
+L{SELECTABLE_FIELDS}.
 """
 
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
@@ -15,10 +17,27 @@ _STRATEGIES = {
     ("", "ConfigMap"): ConfigMapStrategy,
     ("", "Secret"): SecretStrategy,
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
-    ("", "Event"): EventStrategy, ("events.orch.io", "Event"): EventsV1EventStrategy,
+    ("", "Event"): EventStrategy,
+    ("events.orch.io", "Event"): EventsV1EventStrategy,
+}
+
+#: Field selectors beyond metadata.name and metadata.namespace, as upstream has them.
+SELECTABLE_FIELDS = {
+    ("", "Pod"): ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                  "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+                  "status.podIP", "status.nominatedNodeName"),
+    ("", "Node"): ("spec.unschedulable",),
+    ("", "ReplicationController"): ("status.replicas",),
+    ("apps", "ReplicaSet"): ("status.replicas",),
+    ("batch", "Job"): ("status.successful",),
+    ("certificates.orch.io", "CertificateSigningRequest"): ("spec.signerName",),
 }
 
 
 def strategy_for(info):
     """A fresh strategy for the kind of C{info}."""
-    return _STRATEGIES.get((info.group, info.kind), DefaultStrategy)()
+    key = (info.group, info.kind)
+    strategy = _STRATEGIES.get(key, DefaultStrategy)()
+    if key in SELECTABLE_FIELDS:
+        strategy.selectable_fields = SELECTABLE_FIELDS[key]
+    return strategy

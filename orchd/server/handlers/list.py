@@ -60,4 +60,6 @@ def _check_list(scope, options):
 
 async def handle(scope):
     result = await scope.provider.list(scope.ctx, list_options(scope))
+    if not scope.settings.features.enabled("RemainingItemCount"):
+        result["metadata"].pop("remainingItemCount", None)
     scope.respond(200, result)

@@ -31,16 +31,16 @@ class RequestScope:
     @ivar provider: the resource's registry (e.g. a generic ResourceStore).
     """
 
-    __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "min_request_timeout",
+    __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "settings",
                  "field_validation")
 
-    def __init__(self, request, info, user, kind, provider, min_request_timeout=1800):
+    def __init__(self, request, info, user, kind, provider, settings):
         self.request = request
         self.info = info
         self.user = user
         self.kind = kind
         self.provider = provider
-        self.min_request_timeout = min_request_timeout
+        self.settings = settings
         self.field_validation = _DEFAULT_VALIDATION
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
 
