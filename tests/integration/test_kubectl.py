@@ -12,7 +12,9 @@ from tests.integration.support import RunningControlPlane, kubectl
 KUBECTL = kubectl()
 
 
-class KubectlTests(TestCase):
+class KubectlMixin:
+    """A running control plane and a way to run kubectl against it."""
+
     timeout = 120
 
     async def setUp(self):
@@ -39,6 +41,10 @@ class KubectlTests(TestCase):
     async def get_json(self, *args):
         _, out, _ = await self.kubectl("get", *args, "-o", "json")
         return json.loads(out)
+
+
+class KubectlTests(KubectlMixin, TestCase):
+    """The everyday commands on the kinds the specification names."""
 
     async def test_api_resources_lists_every_kind(self):
         """kubectl api-resources lists every served kind."""
@@ -129,3 +135,61 @@ class KubectlTests(TestCase):
         self.assertEqual(yaml.safe_load(out)["items"][0]["revision"], 1)
         await self.kubectl("delete", "controllerrevision", "rev-1")
         self.assertEqual((await self.get_json("controllerrevisions"))["items"], [])
+
+
+class KubectlMachineryTests(KubectlMixin, TestCase):
+    """Server-side apply, server-side printing and validation, as kubectl uses them."""
+
+    async def test_server_side_apply(self):
+        """apply --server-side creates, tracks managers, reports conflicts, forces."""
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "ssa", "namespace": "default"}, "data": {"k": "1"}}
+        _, out, _ = await self.kubectl("apply", "--server-side", "-f", "-", stdin=[manifest])
+        self.assertIn("configmap/ssa serverside-applied", out)
+        got = await self.get_json("cm", "ssa", "--show-managed-fields")
+        self.assertEqual([(e["manager"], e["operation"]) for e in got["metadata"]["managedFields"]],
+                         [("kubectl", "Apply")])
+        manifest["data"]["k"] = "2"
+        code, _, err = await self.kubectl("apply", "--server-side", "--field-manager=other",
+                                          "-f", "-", stdin=[manifest], ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn('conflict with "kubectl"', err)
+        await self.kubectl("apply", "--server-side", "--field-manager=other", "--force-conflicts",
+                           "-f", "-", stdin=[manifest])
+        self.assertEqual((await self.get_json("cm", "ssa"))["data"], {"k": "2"})
+
+    async def test_server_side_columns(self):
+        """kubectl get prints the columns the server's Table gives."""
+        await self.kubectl("create", "-f", "-", stdin=[
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cols",
+                                                                   "namespace": "default"},
+             "data": {"a": "1", "b": "2"}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s",
+                                                                "namespace": "default"},
+             "type": "orch.io/basic-auth", "stringData": {"username": "u"}}])
+        _, out, _ = await self.kubectl("get", "configmaps")
+        header, row = out.splitlines()[0].split(), out.splitlines()[1].split()
+        self.assertEqual(header, ["NAME", "DATA", "AGE"])
+        self.assertEqual(row[:2], ["cols", "2"])
+        _, out, _ = await self.kubectl("get", "secrets")
+        self.assertEqual(out.splitlines()[0].split(), ["NAME", "TYPE", "DATA", "AGE"])
+        self.assertIn("orch.io/basic-auth", out)
+        _, out, _ = await self.kubectl("get", "namespaces")
+        self.assertEqual(out.splitlines()[0].split(), ["NAME", "STATUS", "AGE"])
+
+    async def test_dry_run_server(self):
+        """--dry-run=server validates without storing."""
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "dry", "namespace": "default"}, "data": {"a": "1"}}
+        _, out, _ = await self.kubectl("create", "--dry-run=server", "-f", "-", stdin=[manifest])
+        self.assertIn("(server dry run)", out)
+        code, _, _ = await self.kubectl("get", "cm", "dry", ok=False)
+        self.assertNotEqual(code, 0)
+
+    async def test_strict_validation(self):
+        """kubectl's strict validation refuses an unknown field of a fully described kind."""
+        manifest = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "strict", "namespace": "default"}, "bogus": True}
+        code, _, err = await self.kubectl("create", "-f", "-", stdin=[manifest], ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn('unknown field "bogus"', err)
