@@ -134,6 +134,8 @@ class MediaRange:
 
 def _split_outside_quotes(text, separator):
     """Split C{text} at C{separator}, except inside quoted strings."""
+    if '"' not in text:
+        return text.split(separator)
     parts, current, quoted, escaped = [], [], False, False
     for char in text:
         if escaped:
