@@ -12,7 +12,22 @@ to core 1, alternates them over several rounds, and prints the medians:
   (GET reading one LevelDB value, POST of the same body with no storage);
 - LIST of --objects config maps (seconds per full list).
 
+Two cases have no floor. They run after those rounds on a second, fresh orchd
+(the first stopped), each for --rounds rounds:
+
+- watch: --watchers watches on the config maps of one namespace while
+  --rate creates/s of ~2 KB config maps run for --watch-secs (watchload.js):
+  delay from each 201 to each watcher's ADDED event (p50, p99), events
+  missed, watchers failed, and orchd's RSS during the run;
+- pages: LIST of --page-objects config maps in --page-limit pages with
+  continue tokens, --page-passes full passes a round on one keep-alive
+  connection: per-page latency (p50, p99, max) and seconds per pass.
+
+--cases picks the cases (all by default).
+
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
+           [--cases get,create,list,watch,pages] [--watchers 1000] [--rate 100]
+           [--watch-secs 20] [--page-objects 50000] [--page-limit 500] [--page-passes 3]
 Needs: the orchd package importable (pip install .), node, taskset (optional).
 """
 
@@ -22,6 +37,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import ssl
@@ -31,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import yaml
 
@@ -38,6 +55,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TWISTD = "from twisted.scripts.twistd import run; run()"
 BODY_KEYS = 10  # ten 180-byte values: a ~2 KB object
+CASES = ("get", "create", "list", "watch", "pages")
 
 
 def free_port():
@@ -189,6 +207,155 @@ def fill(orchd, namespace, count, template, threads=8):
         w.join()
 
 
+def raise_file_limit(needed):
+    """Raise this process's open-file limit (inherited by orchd and the load) to ``needed``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise SystemExit(f"open-file limit {hard} is below the {needed} the watch case needs")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def rss_mb(pid):
+    """Resident set size of ``pid`` in MB (VmRSS of /proc/<pid>/status), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def watch_round(orchd, args):
+    """
+    One run of watchload.js against orchd, with orchd's RSS sampled every
+    0.25 s meanwhile: its JSON result plus rss_start_mb, rss_peak_mb (the
+    largest sample) and rss_end_mb (once the load has closed its watches).
+    """
+    argv = ["node", os.path.join(HERE, "watchload.js"), "--url", orchd.url,
+            "--namespace", "bench-watch", "--watchers", str(args.watchers),
+            "--rate", str(args.rate), "--secs", str(args.watch_secs),
+            "--cert", orchd.cert, "--key", orchd.key]
+    pid = orchd.process.pid  # twistd -n runs in this process (taskset execs it)
+    start = rss_mb(pid)
+    samples = [start]
+    load = subprocess.Popen(pinned(1, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    while load.poll() is None:
+        samples.append(rss_mb(pid))
+        time.sleep(0.25)
+    out, err = load.communicate()
+    if load.returncode != 0:
+        raise SystemExit(f"watchload.js failed ({load.returncode}): {err.strip()}")
+    run = json.loads(out.strip().splitlines()[-1])
+    run.update(rss_start_mb=start, rss_peak_mb=max(filter(None, samples)), rss_end_mb=rss_mb(pid))
+    return run
+
+
+def summarize_watch(runs):
+    """Delays as medians over rounds; counts summed; RSS and load CPU at their worst."""
+    failures = {}
+    for r in runs:
+        for reason, n in r["failures"].items():
+            failures[reason] = failures.get(reason, 0) + n
+
+    def median(key):
+        values = [r[key] for r in runs if r[key] is not None]
+        return round(statistics.median(values), 3) if values else None
+
+    return {
+        "delay_p50_ms": median("delay_p50_ms"),
+        "delay_p99_ms": median("delay_p99_ms"),
+        "delay_max_ms": max((r["delay_max_ms"] for r in runs if r["delay_max_ms"] is not None),
+                            default=None),
+        "write_p50_ms": median("write_p50_ms"),
+        "write_p99_ms": median("write_p99_ms"),
+        "writes_acked": sum(r["writes_acked"] for r in runs),
+        # Creates/s achieved: below --rate when the 201s came too slowly for
+        # the writer's bound on creates in flight (writes_late counts those).
+        "write_rate": round(statistics.median(r["writes_acked"] / r["secs"] for r in runs), 1),
+        "writes_late": sum(r["writes_late"] for r in runs),
+        "write_errors": sum(r["write_errors"] + sum(n for code, n in r["write_codes"].items()
+                                                    if code != "201") for r in runs),
+        "events_expected": sum(r["events_expected"] for r in runs),
+        "events_received": sum(r["events_received"] for r in runs),
+        "missed": sum(r["missed"] for r in runs),
+        "watchers_failed": sum(r["watchers_failed"] for r in runs),
+        "failures": failures,
+        "open_seconds": median("open_seconds"),
+        "rss_start_mb": round(runs[0]["rss_start_mb"] or 0, 1),
+        "rss_peak_mb": round(max(r["rss_peak_mb"] for r in runs), 1),
+        "rss_end_mb": round(runs[-1]["rss_end_mb"] or 0, 1),
+        "load_cpu": max(r["load_cpu"] for r in runs),
+    }
+
+
+def page_pass(orchd, conn, namespace, limit):
+    """
+    LIST ``namespace`` to the end in pages of ``limit``, following continue
+    tokens: (seconds of each page, items seen, seconds in all). A page's time
+    runs from sending the request to the last byte of the answer; parsing it
+    for the next token is not counted.
+    """
+    path = f"/api/v1/namespaces/{namespace}/configmaps?limit={limit}"
+    token, times, items = None, [], 0
+    began = time.perf_counter()
+    while True:
+        url = path + (f"&continue={urllib.parse.quote(token, safe='')}" if token else "")
+        start = time.perf_counter()
+        status, data = orchd.request("GET", url, connection=conn)
+        times.append(time.perf_counter() - start)
+        if status != 200:
+            raise SystemExit(f"LIST page failed: {status} {data[:200]!r}")
+        page = json.loads(data)
+        items += len(page["items"])
+        token = page["metadata"].get("continue")
+        if not token:
+            return times, items, time.perf_counter() - began
+
+
+def pages_round(orchd, args):
+    """--page-passes full paged LISTs on one connection, this thread pinned to core 1."""
+    affinity = os.sched_getaffinity(0)
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {1})  # the calling thread: only it runs now
+    conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context,
+                                       timeout=60)
+    try:
+        passes = [page_pass(orchd, conn, "bench-pages", args.page_limit)
+                  for _ in range(args.page_passes)]
+    finally:
+        conn.close()
+        os.sched_setaffinity(0, affinity)
+    for _, items, _ in passes:
+        if items != args.page_objects:
+            raise SystemExit(f"paged LIST saw {items} objects, not {args.page_objects}")
+    return passes
+
+
+def summarize_pages(passes):
+    """
+    Page latencies over every page of every pass; pass times as median and
+    max; the first and the last page of a pass (medians), which differ when a
+    page's cost grows with the objects before or after it.
+    """
+    pages = sorted(t * 1000 for times, _, _ in passes for t in times)
+    seconds = [total for _, _, total in passes]
+    return {
+        "passes": len(passes),
+        "pages_per_pass": len(passes[0][0]),
+        "page_p50_ms": round(statistics.median(pages), 3),
+        "page_p99_ms": round(pages[min(len(pages) - 1, int(0.99 * len(pages)))], 3),
+        "page_max_ms": round(pages[-1], 3),
+        "page_first_ms": round(statistics.median(times[0] * 1000 for times, _, _ in passes), 3),
+        "page_last_ms": round(statistics.median(times[-1] * 1000 for times, _, _ in passes), 3),
+        "pass_seconds": round(statistics.median(seconds), 3),
+        "pass_seconds_max": round(max(seconds), 3),
+    }
+
+
 def summarize(runs):
     return {
         "rps": statistics.median(r["rps"] for r in runs),
@@ -204,51 +371,39 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--secs", type=float, default=8)
     parser.add_argument("--objects", type=int, default=10000)
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help="comma list of: " + ", ".join(CASES))
+    parser.add_argument("--watchers", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=100, help="creates/s in the watch case")
+    parser.add_argument("--watch-secs", type=float, default=20)
+    parser.add_argument("--page-objects", type=int, default=50000)
+    parser.add_argument("--page-limit", type=int, default=500)
+    parser.add_argument("--page-passes", type=int, default=3, help="full passes a round")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
+    selected = [c for c in args.cases.split(",") if c]
+    unknown = set(selected) - set(CASES)
+    if unknown or not selected:
+        parser.error(f"--cases: choose from {', '.join(CASES)}")
     if not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
+    if "watch" in selected:
+        # One descriptor per watch in orchd and in the load generator.
+        raise_file_limit(args.watchers + 1024)
 
     workdir = tempfile.mkdtemp(prefix="orchd-bench-")
     template, body_path = make_body(workdir)
-    orchd = Orchd(workdir)
-    floor = Floor(workdir, orchd, json.dumps(template).encode())
-    try:
-        orchd.request("POST", "/api/v1/namespaces/default/configmaps",
-                      dict(template, metadata={"name": "bench-get"}))
-        orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": "bench-post"}})
-        print(f"setup: creating {args.objects} objects to list ...", file=sys.stderr)
-        fill(orchd, "bench-list", args.objects, template)
-        cases = {
-            "get": (orchd.url + "/api/v1/namespaces/default/configmaps/bench-get",
-                    floor.url + "/kv/k", "GET"),
-            "create": (orchd.url + "/api/v1/namespaces/bench-post/configmaps",
-                       floor.url + "/obj", "POST"),
-        }
-        results = {}
-        for round_number in range(args.rounds):
-            print(f"round {round_number + 1}/{args.rounds}", file=sys.stderr)
-            for name, (orchd_url, floor_url, method) in cases.items():
-                for conns in (16, 64):
-                    post = method == "POST"
-                    for who, url in (("orchd", orchd_url), ("floor", floor_url)):
-                        run = hload(orchd, url, conns, args.secs, method,
-                                    body_path if post else None, gen_name=post and who == "orchd")
-                        results.setdefault(f"{name}-{conns}-{who}", []).append(run)
-            run = hload(orchd, orchd.url + "/api/v1/namespaces/bench-list/configmaps", 1,
-                        max(args.secs, 10))
-            results.setdefault("list", []).append(run)
-        report = {"rounds": args.rounds, "secs": args.secs, "objects": args.objects}
-        for key, runs in results.items():
-            report[key] = summarize(runs)
-        for name in cases:
-            for conns in (16, 64):
-                mine, base = report[f"{name}-{conns}-orchd"], report[f"{name}-{conns}-floor"]
-                report[f"{name}-{conns}-ratio"] = round(mine["rps"] / base["rps"], 3)
-        report["list_seconds"] = round(report["list"]["p50_ms"] / 1000, 3)
-    finally:
-        floor.stop()
-        orchd.stop()
+    report = {"rounds": args.rounds, "secs": args.secs, "objects": args.objects,
+              "cases": selected}
+    if {"get", "create", "list"} & set(selected):
+        floor_cases(workdir, args, selected, template, body_path, report)
+    if {"watch", "pages"} & set(selected):
+        # A fresh orchd, after the first has stopped: these figures (orchd's
+        # RSS above all) then do not depend on the objects and the memory the
+        # cases above left behind, nor on which of them ran.
+        fresh = os.path.join(workdir, "fresh")
+        os.mkdir(fresh)
+        own_cases(fresh, args, selected, template, report)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:
@@ -256,18 +411,118 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def floor_cases(workdir, args, selected, template, body_path, report):
+    """get, create (each against the floor) and list, alternated over the rounds."""
+    orchd = Orchd(workdir)
+    floor = None
+    try:
+        cases = {
+            "get": ("/api/v1/namespaces/default/configmaps/bench-get", "/kv/k", "GET"),
+            "create": ("/api/v1/namespaces/bench-post/configmaps", "/obj", "POST"),
+        }
+        cases = {name: case for name, case in cases.items() if name in selected}
+        if cases:
+            floor = Floor(workdir, orchd, json.dumps(template).encode())
+            orchd.request("POST", "/api/v1/namespaces/default/configmaps",
+                          dict(template, metadata={"name": "bench-get"}))
+            orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": "bench-post"}})
+        if "list" in selected:
+            print(f"setup: creating {args.objects} objects to list ...", file=sys.stderr)
+            fill(orchd, "bench-list", args.objects, template)
+        results = {}
+        for round_number in range(args.rounds):
+            print(f"round {round_number + 1}/{args.rounds}", file=sys.stderr)
+            for name, (orchd_path, floor_path, method) in cases.items():
+                for conns in (16, 64):
+                    post = method == "POST"
+                    for who, url in (("orchd", orchd.url + orchd_path),
+                                     ("floor", floor.url + floor_path)):
+                        run = hload(orchd, url, conns, args.secs, method,
+                                    body_path if post else None, gen_name=post and who == "orchd")
+                        results.setdefault(f"{name}-{conns}-{who}", []).append(run)
+            if "list" in selected:
+                run = hload(orchd, orchd.url + "/api/v1/namespaces/bench-list/configmaps", 1,
+                            max(args.secs, 10))
+                results.setdefault("list", []).append(run)
+    finally:
+        if floor:
+            floor.stop()
+        orchd.stop()
+    for key, runs in results.items():
+        report[key] = summarize(runs)
+    for name in cases:
+        for conns in (16, 64):
+            mine, base = report[f"{name}-{conns}-orchd"], report[f"{name}-{conns}-floor"]
+            report[f"{name}-{conns}-ratio"] = round(mine["rps"] / base["rps"], 3)
+    if "list" in selected:
+        report["list_seconds"] = round(report["list"]["p50_ms"] / 1000, 3)
+
+
+def own_cases(workdir, args, selected, template, report):
+    """watch, then pages (so that the watch's RSS is not that of the pages' objects)."""
+    orchd = Orchd(workdir)
+    try:
+        if "watch" in selected:
+            runs = []
+            for round_number in range(args.rounds):
+                print(f"watch {round_number + 1}/{args.rounds}: {args.watchers} watchers, "
+                      f"{args.rate:g} creates/s for {args.watch_secs:g}s", file=sys.stderr)
+                runs.append(watch_round(orchd, args))
+            report.update(watchers=args.watchers, rate=args.rate, watch_secs=args.watch_secs)
+            report["watch"] = summarize_watch(runs)
+        if "pages" in selected:
+            print(f"setup: creating {args.page_objects} objects to page through ...",
+                  file=sys.stderr)
+            fill(orchd, "bench-pages", args.page_objects, template)
+            passes = []
+            for round_number in range(args.rounds):
+                print(f"pages {round_number + 1}/{args.rounds}", file=sys.stderr)
+                passes += pages_round(orchd, args)
+            report.update(page_objects=args.page_objects, page_limit=args.page_limit)
+            report["pages"] = summarize_pages(passes)
+    finally:
+        orchd.stop()
+
+
 def print_report(report):
-    print(f"orchd vs floor, medians of {report['rounds']} rounds of {report['secs']:g}s")
-    print(f"{'case':<14}{'orchd req/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'floor req/s':>13}{'ratio':>8}{'errors':>8}")
-    for name in ("get", "create"):
+    compared = [name for name in ("get", "create") if name in report["cases"]]
+    if compared or "list" in report["cases"]:
+        print(f"orchd vs floor, medians of {report['rounds']} rounds of {report['secs']:g}s")
+    if compared:
+        print(f"{'case':<14}{'orchd req/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
+              f"{'floor req/s':>13}{'ratio':>8}{'errors':>8}")
+    for name in compared:
         for conns in (16, 64):
             mine = report[f"{name}-{conns}-orchd"]
             base = report[f"{name}-{conns}-floor"]
             print(f"{name + '@' + str(conns):<14}{mine['rps']:>12.0f}{mine['p50_ms']:>9.2f}"
                   f"{mine['p99_ms']:>9.2f}{base['rps']:>13.0f}"
                   f"{report[f'{name}-{conns}-ratio']:>8.2f}{mine['errors'] + mine['non_2xx']:>8}")
-    print(f"LIST of {report['objects']} objects: {report['list_seconds']:.3f} s (median)")
+    if "list" in report["cases"]:
+        print(f"LIST of {report['objects']} objects: {report['list_seconds']:.3f} s (median)")
+    if "watch" in report:
+        w = report["watch"]
+        fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
+        print(f"watch: {report['watchers']} watchers, {report['rate']:g} creates/s for "
+              f"{report['watch_secs']:g}s, {report['rounds']} rounds: delay 201->ADDED "
+              f"p50 {fmt(w['delay_p50_ms'])} ms, p99 {fmt(w['delay_p99_ms'])} ms "
+              f"(max {fmt(w['delay_max_ms'])}); missed {w['missed']} of "
+              f"{w['events_expected']}; watchers failed {w['watchers_failed']}"
+              + (f" {w['failures']}" if w["failures"] else ""))
+        print(f"       creates {w['write_rate']:g}/s, acked {w['writes_acked']} "
+              f"(errors {w['write_errors']}), p50 {fmt(w['write_p50_ms'])} ms, "
+              f"p99 {fmt(w['write_p99_ms'])} ms; "
+              f"orchd RSS {w['rss_start_mb']:.0f} MB before, peak {w['rss_peak_mb']:.0f} MB, "
+              f"end {w['rss_end_mb']:.0f} MB; "
+              f"load CPU {w['load_cpu']:.2f} cores")
+    if "pages" in report:
+        p = report["pages"]
+        print(f"pages: LIST of {report['page_objects']} objects, limit={report['page_limit']} "
+              f"({p['pages_per_pass']} pages, {p['passes']} passes): page p50 "
+              f"{p['page_p50_ms']:.1f} ms, p99 {p['page_p99_ms']:.1f} ms, max "
+              f"{p['page_max_ms']:.1f} ms (first {p['page_first_ms']:.1f}, last "
+              f"{p['page_last_ms']:.1f}); {p['pass_seconds']:.2f} s a pass "
+              f"(max {p['pass_seconds_max']:.2f})")
 
 
 if __name__ == "__main__":
