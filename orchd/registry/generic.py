@@ -113,7 +113,7 @@ class ResourceStore:
         prefix = info.key_prefix(ctx.namespace if info.namespaced else None)
         if self._from_cache(options):
             return await self._list_cached(prefix, options)
-        revision, start = self._list_start(options)
+        revision, start, known_remaining = self._list_start(options)
         label_selector, field_selector = options.label_selector, options.field_selector
         filtered = bool(
             (label_selector is not None and not label_selector.empty)
@@ -127,7 +127,7 @@ class ResourceStore:
             try:
                 page = await self.store.list(
                     prefix, revision=revision, start=start, limit=page_size,
-                    count_remaining=bool(limit) and not filtered)
+                    count_remaining=bool(limit) and not filtered and known_remaining is None)
             except CompactedError:
                 if options.continue_token:
                     raise _continue_expired(start[len(info.key_prefix()):]) from None
@@ -148,6 +148,8 @@ class ResourceStore:
                         next_key = page.items[index + 1].key if rest else kv.key + "\x00"
                         if page.remaining is not None:
                             remaining = page.remaining + rest
+                        elif known_remaining is not None and not filtered:
+                            remaining = known_remaining - len(items)
                     break
             else:
                 if not page.more or not page.items:
@@ -157,7 +159,8 @@ class ResourceStore:
             break
         list_meta = {"resourceVersion": str(revision)}
         if more:
-            list_meta["continue"] = encode_continue(revision, next_key[len(info.key_prefix()):])
+            list_meta["continue"] = encode_continue(
+                revision, next_key[len(info.key_prefix()):], remaining)
             if remaining is not None:
                 list_meta["remainingItemCount"] = remaining
         return {"kind": info.list_kind, "apiVersion": info.api_version,
@@ -197,12 +200,13 @@ class ResourceStore:
             raise _too_large(e) from None
 
     def _list_start(self, options):
+        """C{(revision, start key, keys remaining from it or None)} of a list."""
         if options.continue_token:
-            revision, start = decode_continue(options.continue_token)
-            return revision, self.info.key_prefix() + start
+            revision, start, remaining = decode_continue(options.continue_token)
+            return revision, self.info.key_prefix() + start, remaining
         if options.resource_version_match == "Exact" and options.resource_version not in ("", "0"):
-            return int(options.resource_version), None
-        return 0, None
+            return int(options.resource_version), None, None
+        return 0, None, None
 
     def selector(self, options):
         """C{selected(obj) -> bool} for the selectors of C{options}."""

@@ -46,16 +46,24 @@ class DeleteOptions:
         self.orphan_dependents = orphan_dependents
 
 
-def encode_continue(revision, start_key):
-    """An opaque token for the page that starts at C{start_key} of snapshot C{revision}."""
-    raw = orjson.dumps({"v": _TOKEN_VERSION, "rv": revision, "start": start_key})
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+def encode_continue(revision, start_key, remaining=None):
+    """
+    An opaque token for the page that starts at C{start_key} of snapshot C{revision}.
+
+    @param remaining: how many keys of the snapshot come from C{start_key} on,
+        when known: every page reads the same snapshot, so the count taken
+        for the first page serves all the following ones.
+    """
+    data = {"v": _TOKEN_VERSION, "rv": revision, "start": start_key}
+    if remaining is not None:
+        data["remaining"] = remaining
+    return base64.urlsafe_b64encode(orjson.dumps(data)).decode("ascii").rstrip("=")
 
 
 def decode_continue(token):
     """
-    @return: C{(revision, start_key)}; revision 0 (from a token handed out
-        after the snapshot expired) means the latest.
+    @return: C{(revision, start_key, remaining or None)}; revision 0 (from a
+        token handed out after the snapshot expired) means the latest.
     @raise StatusError: 400 for a token this server did not make.
     """
     try:
@@ -64,10 +72,13 @@ def decode_continue(token):
         if data.get("v") != _TOKEN_VERSION:
             raise ValueError("unknown version")
         revision, start = data["rv"], data["start"]
+        remaining = data.get("remaining")
         if not isinstance(revision, int) or revision < 0 or not isinstance(start, str):
             raise ValueError("malformed")
+        if remaining is not None and (not isinstance(remaining, int) or remaining < 0):
+            raise ValueError("malformed count")
         if start.startswith("/") or "/.." in start or start.startswith(".."):
             raise ValueError("invalid start key")
-        return revision, start
+        return revision, start, remaining
     except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as e:
         raise StatusError.bad_request(f"continue key is not valid: {e}") from None

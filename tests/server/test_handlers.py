@@ -662,3 +662,21 @@ class ListGateTests(SynchronousTestCase):
         token = status["metadata"]["continue"]
         _, rest, _ = api.call("GET", CM + "?limit=10&continue=" + token)
         self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["b", "c", "d"])
+
+
+class PagingTests(SynchronousTestCase):
+    def test_remaining_counts_across_pages(self):
+        """Every page of a chunked list counts what remains after it, to the last page."""
+        api = APIHarness()
+        for name in "abcde":
+            api.call("POST", CM, configmap(name))
+        seen, counts, token = [], [], ""
+        while True:
+            _, page, _ = api.call("GET", f"{CM}?limit=2" + (f"&continue={token}" if token else ""))
+            seen += [i["metadata"]["name"] for i in page["items"]]
+            counts.append(page["metadata"].get("remainingItemCount"))
+            token = page["metadata"].get("continue")
+            if not token:
+                break
+        self.assertEqual(seen, list("abcde"))
+        self.assertEqual(counts, [3, 1, None])
