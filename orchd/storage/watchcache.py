@@ -23,8 +23,15 @@ from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, FutureRevisionErr
 HISTORY = 10_000
 #: Past this many queued bytes a watcher that is not reading is dropped.
 MAX_QUEUED_BYTES = 16 * 1024 * 1024
-#: Queued frames are written together at most this often per watcher.
+#: Queued frames are written together at most this often per watcher...
 FLUSH_INTERVAL = 0.02
+#: ...and further apart when many watchers are written to at once: a write
+#: to one TLS connection costs about WRITE_COST seconds of the process
+#: (most of it after the pass, in the TLS layer), and a pass is spaced to
+#: take at most 1/FLUSH_SPACING of the time, up to MAX_FLUSH_INTERVAL.
+WRITE_COST = 60e-6
+FLUSH_SPACING = 2.0
+MAX_FLUSH_INTERVAL = 0.1
 #: Watchers that allow bookmarks get one at least this often.
 BOOKMARK_INTERVAL = 55.0
 #: How long a read "not older than" a future revision waits for it.
@@ -166,7 +173,7 @@ class CacheWatcher:
         if self.queue:
             data = b"".join(self.queue)
             self.queue.clear()
-            self.queued_bytes = sum(len(frame) for frame in self.later)
+            self.queued_bytes = sum(len(frame) for frame in self.later) if self.later else 0
             self.sink.write(data)
         if self._pending_snapshot is not None and not self.paused:
             self.cache.schedule_flush(self)
@@ -231,7 +238,7 @@ class WatchCache:
         self.watchers = set()
         self.ready = Deferred()
         self._subscription = None
-        self._flush_interval = flush_interval
+        self._base_interval = self._flush_interval = flush_interval
         self._dirty = set()
         self._flush_call = None
         self._last_flush = -1.0
@@ -371,6 +378,8 @@ class WatchCache:
         dirty, self._dirty = self._dirty, set()
         for watcher in dirty:
             watcher.flush()
+        cost = len(dirty) * WRITE_COST * FLUSH_SPACING
+        self._flush_interval = min(MAX_FLUSH_INTERVAL, max(self._base_interval, cost))
 
     # -- frames -------------------------------------------------------------
 

@@ -35,7 +35,7 @@ class Stream:
         assert out, "no response yet"
         return out[0]
 
-    def pump(self, seconds=0.05):
+    def pump(self, seconds=0.25):
         self.api.clock.advance(seconds)
         self.api.treq.flush()
 
