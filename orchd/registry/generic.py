@@ -121,13 +121,19 @@ class ResourceStore:
         limit = options.limit if options.limit and options.limit > 0 else 0
         items = []
         more, next_key, remaining = False, None, None
+        # The first page of a list at the latest state counts what follows
+        # in the watch cache's memory; the store would read every value.
+        count_in_cache = (bool(limit) and not filtered and known_remaining is None
+                          and not revision and self.cache is not None and self.cache.ready.called)
+        count_in_store = bool(limit) and not filtered and known_remaining is None \
+            and not count_in_cache
         while True:
             want = limit - len(items) if limit else 0
             page_size = min(max(want, _LIST_PAGE), _LIST_PAGE * 10) if filtered else want
             try:
                 page = await self.store.list(
                     prefix, revision=revision, start=start, limit=page_size,
-                    count_remaining=bool(limit) and not filtered and known_remaining is None)
+                    count_remaining=count_in_store)
             except CompactedError:
                 if options.continue_token:
                     raise _continue_expired(start[len(info.key_prefix()):]) from None
@@ -150,6 +156,8 @@ class ResourceStore:
                             remaining = page.remaining + rest
                         elif known_remaining is not None and not filtered:
                             remaining = known_remaining - len(items)
+                        elif count_in_cache:
+                            remaining = self.cache.count(prefix, next_key)
                     break
             else:
                 if not page.more or not page.items:

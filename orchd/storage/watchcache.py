@@ -335,6 +335,10 @@ class WatchCache:
         """The current objects (KeyValues, key order) and the revision they are at."""
         return [self.state[key] for key in sorted(self.state)], self.revision
 
+    def count(self, prefix, start):
+        """How many current keys under C{prefix} sort at or after C{start}."""
+        return sum(1 for key in self.state if key >= start and key.startswith(prefix))
+
     def can_resume(self, revision):
         """True when history holds every change after C{revision}."""
         return revision >= self.oldest
