@@ -7,7 +7,9 @@ L{FieldManager} does what upstream's field manager stack does
 merge manager, C{stripMeta}, C{managedFieldsUpdater},
 C{buildManagerInfo}, C{capManagers}, C{skipNonApplied},
 C{lastAppliedManager}, C{lastAppliedUpdater}) on plain JSON objects; the
-set algebra and the walks over objects are in L{orchd.api.fieldpath}.
+set algebra is in L{orchd.api.fieldpath}, the walks over objects in
+L{orchd.api.fieldwalk}, and the C{managedFields} entries themselves in
+L{orchd.api.managedfields}.
 
 A manager is identified by its name, operation, subresource and, for
 C{Update} only, the API version, so one client may hold an C{Apply} and an
@@ -16,15 +18,21 @@ C{Update} entry at once and they conflict like any two managers.
 
 import json
 import time
-from datetime import datetime, timezone
 
 import orjson
 
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.fieldpath import (
-    SchemaError, added_fields, canonical, diff, difference, field_set, go_json, has,
-    intersection, merge, parse_fields, path_string, paths, prune, union, without,
+    SchemaError, canonical, difference, go_json, has, intersection, path_string, paths, union,
+    without,
 )
+from orchd.api.fieldwalk import added_fields, diff, field_set, merge, prune
+from orchd.api.managedfields import (
+    _APPLY, _UPDATE, _cap_update_managers, _encode, _Entry, _is_reset, _read_request,
+    _read_trusted,
+)
+# Public here before managedFields entries had a module of their own.
+from orchd.api.managedfields import MAX_UPDATE_MANAGERS  # noqa: F401
 
 __all__ = [
     "FieldManager", "default_manager", "field_manager_errors", "validate_manager",
@@ -33,12 +41,9 @@ __all__ = [
 
 #: Longest fieldManager, in bytes.
 FIELD_MANAGER_MAX = 128
-#: Most C{Update} entries kept; older ones merge into C{ancient-changes}.
-MAX_UPDATE_MANAGERS = 10
 #: [COMPAT] kubectl's client-side apply annotation, kept in sync by kubectl's applies.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
-_APPLY, _UPDATE = "Apply", "Update"
 _KUBECTL = "kubectl"
 _ANNOTATIONS_MAX = 256 * 1024
 # Fields no manager owns (upstream stripMeta), plus deletionTimestamp, which
@@ -117,135 +122,6 @@ def reset_fields(has_status, subresource=""):
     if not subresource and has_status:
         return {"f:status": {}}
     return None
-
-
-# -- managedFields entries -----------------------------------------------------
-
-class _Entry:
-    """One manager's set, with what C{managedFields} writes about it."""
-
-    __slots__ = ("manager", "operation", "api_version", "subresource", "time", "fields", "raw")
-
-    def __init__(self, manager, operation, api_version, subresource, time, fields, raw=None):
-        self.manager = manager
-        self.operation = operation
-        self.api_version = api_version
-        self.subresource = subresource
-        self.time = time
-        self.fields = fields
-        self.raw = raw  # the wire entry this was read from, reused while unchanged
-
-    @property
-    def key(self):
-        version = "" if self.operation == _APPLY else self.api_version
-        return (self.manager, self.operation, version, self.subresource)
-
-    def changed(self, fields=None, time=None, api_version=None):
-        return _Entry(self.manager, self.operation, api_version or self.api_version,
-                      self.subresource, time or self.time,
-                      self.fields if fields is None else fields)
-
-    def identifier(self):
-        """Upstream's manager identifier: the entry's JSON without time and fields."""
-        parts = [f'"manager":{go_json(self.manager)}'] if self.manager else []
-        parts.append(f'"operation":{go_json(self.operation)}')
-        if self.operation == _UPDATE and self.api_version:
-            parts.append(f'"apiVersion":{go_json(self.api_version)}')
-        if self.subresource:
-            parts.append(f'"subresource":{go_json(self.subresource)}')
-        return "{" + ",".join(parts) + "}"
-
-    def describe(self):
-        """How conflict messages name the manager (upstream C{printManager})."""
-        text = go_json(self.manager)
-        if self.subresource:
-            text += f" with subresource {go_json(self.subresource)}"
-        if self.operation == _UPDATE:
-            # Upstream prints " at <time>" only when the identifier has a
-            # time, which identifiers never carry, so the time is left out.
-            text += f" using {self.api_version}"
-        return text
-
-    def encode(self):
-        if self.raw is not None:
-            return self.raw
-        entry = {"manager": self.manager} if self.manager else {}
-        entry["operation"] = self.operation
-        entry["apiVersion"] = self.api_version
-        if self.time:
-            entry["time"] = self.time
-        entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = self.fields
-        if self.subresource:
-            entry["subresource"] = self.subresource
-        return entry
-
-
-def _order(entry):
-    return (entry.operation, entry.time or "", entry.manager, entry.api_version,
-            entry.subresource)
-
-
-def _encode(managers):
-    return [entry.encode() for entry in sorted(managers.values(), key=_order)]
-
-
-def _read_trusted(entries):
-    """Entries this module wrote: no checks beyond their shape."""
-    managers = {}
-    for raw in entries or ():
-        entry = _Entry(raw.get("manager", ""), raw["operation"], raw.get("apiVersion", ""),
-                       raw.get("subresource", ""), raw.get("time"), raw.get("fieldsV1") or {},
-                       raw)
-        managers[entry.key] = entry
-    return managers
-
-
-def _read_request(entries):
-    """
-    Entries a client sent, checked as upstream C{DecodeManagedFields} does.
-
-    @raise ValueError: for anything upstream would refuse to decode.
-    """
-    if not isinstance(entries, list):
-        raise ValueError("managedFields must be a list")
-    managers = {}
-    for raw in entries:
-        if not isinstance(raw, dict):
-            raise ValueError("entry must be an object")
-        manager, subresource = raw.get("manager") or "", raw.get("subresource") or ""
-        operation, version = raw.get("operation"), raw.get("apiVersion")
-        if operation not in (_APPLY, _UPDATE):
-            raise ValueError("operation must be `Apply` or `Update`")
-        if not isinstance(version, str) or not version:
-            raise ValueError("apiVersion must not be empty")
-        if raw.get("fieldsType") != "FieldsV1":
-            raise ValueError("fieldsType must be FieldsV1")
-        if not isinstance(manager, str) or not isinstance(subresource, str):
-            raise ValueError("manager and subresource must be strings")
-        entry = _Entry(manager, operation, version, subresource, _read_time(raw.get("time")),
-                       parse_fields(raw.get("fieldsV1")))
-        managers[entry.key] = entry
-    return managers
-
-
-def _read_time(value):
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError("time must be a string")
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    if moment.tzinfo is None:
-        raise ValueError("time must carry a zone")
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _is_reset(entries):
-    """C{[]} or C{[{}]}: a client clearing managedFields (upstream C{isResetManagedFields})."""
-    if not isinstance(entries, list) or len(entries) > 1:
-        return False
-    return not entries or (isinstance(entries[0], dict)
-                           and all(v is None or v == "" for v in entries[0].values()))
 
 
 # -- helpers on objects --------------------------------------------------------
@@ -540,34 +416,6 @@ class FieldManager:
             managers[key] = managers[key].changed(fields=ours,
                                                   time=None if no_op else self._now())
         return merged, managers
-
-
-def _cap_update_managers(managers):
-    """Merge the oldest C{Update} entries into C{ancient-changes} (upstream capManagers)."""
-    updaters = [k for k, e in managers.items() if e.operation == _UPDATE]
-    if len(updaters) <= MAX_UPDATE_MANAGERS:
-        return
-    updaters.sort(key=lambda k: (managers[k].time or "", managers[k].identifier()))
-    first_of_version, count = {}, len(updaters)
-    for key in updaters:
-        if count <= MAX_UPDATE_MANAGERS:
-            break
-        entry = managers[key]
-        version = entry.api_version
-        bucket = ("ancient-changes", _UPDATE, version, "")
-        if version not in first_of_version:
-            first_of_version[version] = key
-            continue
-        if key == bucket:
-            continue
-        if bucket not in managers:
-            first = managers.pop(first_of_version[version])
-            managers[bucket] = _Entry("ancient-changes", _UPDATE, version, "", first.time,
-                                      first.fields)
-        held = managers[bucket]
-        managers[bucket] = held.changed(fields=union(held.fields, entry.fields), time=entry.time)
-        del managers[key]
-        count -= 1
 
 
 # -- kubectl's client-side apply annotation -----------------------------------------

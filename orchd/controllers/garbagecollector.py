@@ -18,18 +18,23 @@ resource; the work is upstream's C{attemptToDelete} and C{attemptToOrphan}:
 
 Nothing runs before every informer has listed. Work reaches the queue a
 bounded amount per reactor turn, and workers wait for the next turn once
-the turn's budget of registry calls is spent.
+the turn's budget of registry calls is spent (L{orchd.controllers.pacing}).
+The graph's nodes and the reading of owner references and finalizers are
+in L{orchd.controllers.ownerrefs}.
 """
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults, succeed
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.controllers.events import WARNING, EventRecorder, LRUCache
 from orchd.controllers.informer import Informer
-from orchd.controllers.queue import WorkQueue
+from orchd.controllers.ownerrefs import (
+    _blocking, _deletion_starts_with, _finalizers, _group, _Node, _owner_references, _set_list,
+)
+from orchd.controllers.pacing import TurnPacer
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
 
@@ -41,75 +46,8 @@ ATTEMPT_ORPHAN = "orphan"
 _ABSENT_CACHE = 500
 
 
-class _Node:
-    """An observed object: where it lives, and the owner references it had."""
-
-    __slots__ = ("uid", "provider", "namespace", "name", "owners", "being_deleted",
-                 "deleting_dependents")
-
-    def __init__(self, uid, provider, namespace, name):
-        self.uid = uid
-        self.provider = provider
-        self.namespace = namespace
-        self.name = name
-        self.owners = []
-        self.being_deleted = False
-        self.deleting_dependents = False
-
-    def reference(self):
-        """A minimal object naming this node, for events about it."""
-        info = self.provider.info
-        meta = {"name": self.name, "uid": self.uid}
-        if self.namespace:
-            meta["namespace"] = self.namespace
-        return {"apiVersion": info.api_version, "kind": info.kind, "metadata": meta}
-
-    def __repr__(self):
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.provider.info.kind} {where}"
-
-
 class _Replaced(Exception):
     """The object at the name now has another uid: the one we meant is gone."""
-
-
-def _group(api_version):
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def _owner_references(meta):
-    """The well-formed owner references of an object (those with a uid)."""
-    refs = meta.get("ownerReferences")
-    if not isinstance(refs, list):
-        return []
-    return [ref for ref in refs if isinstance(ref, dict) and ref.get("uid")]
-
-
-def _blocking(ref):
-    return ref.get("blockOwnerDeletion") is True
-
-
-def _finalizers(meta):
-    finalizers = meta.get("finalizers")
-    return finalizers if isinstance(finalizers, list) else []
-
-
-def _set_list(meta, field, values):
-    """Set a metadata list, leaving the field out when it is empty."""
-    if values:
-        meta[field] = values
-    else:
-        meta.pop(field, None)
-
-
-def _deletion_starts_with(old, meta, finalizer):
-    """Upstream C{deletionStartsWithFinalizer}: being deleted with C{finalizer}, newly."""
-    if not meta.get("deletionTimestamp") or finalizer not in _finalizers(meta):
-        return False
-    if old is None:
-        return True
-    old_meta = old.get("metadata") or {}
-    return not old_meta.get("deletionTimestamp") or finalizer not in _finalizers(old_meta)
 
 
 class GarbageCollector(Service):
@@ -129,7 +67,6 @@ class GarbageCollector(Service):
         self._catalog = catalog
         self._clock = clock
         self._ops_per_turn = ops_per_turn
-        self._concurrency = concurrency
         self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
         self._kinds = {}
         self._informers = []
@@ -149,17 +86,11 @@ class GarbageCollector(Service):
         self._nodes = {}
         self._dependents = {}
         self._absent = LRUCache(_ABSENT_CACHE)
-        self._queue = WorkQueue(self._work, clock, concurrency=concurrency)
-        self._pending = {}
-        self._in_flight = 0
+        self._pacer = TurnPacer(self._work, clock, ops_per_turn, concurrency)
         self._synced = False
         self._stopped = False
-        self._feed_call = None
         self._scan_call = None
         self._scan = None
-        self._ops = 0
-        self._turn_call = None
-        self._waiters = []
         self.started = None
 
     # -- service ----------------------------------------------------------------
@@ -182,19 +113,16 @@ class GarbageCollector(Service):
         # that were never seen, a few at a time.
         self._scan = iter(list(self._nodes))
         self._scan_call = self._clock.callLater(0, self._scan_some)
-        self._schedule_feed()
+        self._pacer.start()
 
     def stopService(self):
         self._stopped = True
         for informer in self._informers:
             informer.stop()
-        self._queue.stop()
-        for call in (self._feed_call, self._scan_call, self._turn_call):
-            if call is not None and call.active():
-                call.cancel()
-        self._feed_call = self._scan_call = self._turn_call = None
-        self._waiters = []
-        self._pending.clear()
+        self._pacer.stop()
+        if self._scan_call is not None and self._scan_call.active():
+            self._scan_call.cancel()
+        self._scan_call = None
         return super().stopService()
 
     # -- the graph --------------------------------------------------------------
@@ -317,68 +245,17 @@ class GarbageCollector(Service):
                 self._enqueue(ATTEMPT_DELETE, uid)
         self._scan_call = self._clock.callLater(0, self._scan_some)
 
-    # -- feeding the queue, a turn at a time ------------------------------------
+    # -- work, paced by turns ---------------------------------------------------
 
     def _enqueue(self, action, uid):
-        self._pending[(action, uid)] = None
-        self._schedule_feed()
-
-    def _schedule_feed(self):
-        if self._feed_call is None and self._synced and not self._stopped and self._pending:
-            self._feed_call = self._clock.callLater(0, self._feed)
-
-    def _feed(self):
-        """Hand pending work to the queue while workers and this turn's budget allow."""
-        self._feed_call = None
-        fed = 0
-        while (self._pending and self._in_flight < self._concurrency
-               and fed < self._ops_per_turn and self._ops < self._ops_per_turn
-               and not self._stopped):
-            key = next(iter(self._pending))
-            del self._pending[key]
-            fed += 1
-            self._queue.add(key)
-        if self._in_flight < self._concurrency:
-            self._schedule_feed()
-
-    def _tick(self):
-        """Count one registry call; past the turn's budget, wait for the next turn."""
-        self._ops += 1
-        if self._turn_call is None:
-            self._turn_call = self._clock.callLater(0, self._next_turn)
-        if self._ops <= self._ops_per_turn:
-            return succeed(None)
-        waiter = Deferred()
-        self._waiters.append(waiter)
-        return waiter
-
-    def _next_turn(self):
-        self._turn_call = None
-        self._ops = 0
-        waiters, self._waiters = self._waiters, []
-        resumed = 0
-        while resumed < len(waiters) and self._ops < self._ops_per_turn and not self._stopped:
-            self._ops += 1
-            resumed += 1
-            waiters[resumed - 1].callback(None)
-        self._waiters = waiters[resumed:] + self._waiters
-        if (self._ops or self._waiters) and self._turn_call is None and not self._stopped:
-            self._turn_call = self._clock.callLater(0, self._next_turn)
+        self._pacer.add((action, uid))
 
     async def _work(self, key):
-        self._in_flight += 1
-        try:
-            await self._tick()
-            if self._stopped:
-                return
-            action, uid = key
-            if action == ATTEMPT_ORPHAN:
-                await self._attempt_orphan(uid)
-            else:
-                await self._attempt_delete(uid)
-        finally:
-            self._in_flight -= 1
-            self._schedule_feed()
+        action, uid = key
+        if action == ATTEMPT_ORPHAN:
+            await self._attempt_orphan(uid)
+        else:
+            await self._attempt_delete(uid)
 
     # -- attempt to delete ------------------------------------------------------
 
@@ -455,7 +332,7 @@ class GarbageCollector(Service):
             if ref["uid"] in self._absent or absent_key in self._absent:
                 dangling.append(ref)
                 continue
-            await self._tick()
+            await self._pacer.tick()
             owner = await self._get(provider, namespace, ref.get("name") or "")
             if owner is None or owner["metadata"].get("uid") != ref["uid"]:
                 self._absent.put(absent_key, True)
@@ -515,7 +392,7 @@ class GarbageCollector(Service):
 
     async def _latest(self, node):
         """The object of C{node} as stored now, or None if that object is gone."""
-        await self._tick()
+        await self._pacer.tick()
         obj = await self._get(node.provider, node.namespace, node.name)
         if obj is None or obj["metadata"].get("uid") != node.uid:
             return None
@@ -534,7 +411,7 @@ class GarbageCollector(Service):
             meta.pop("resourceVersion", None)
             return current
 
-        await self._tick()
+        await self._pacer.tick()
         try:
             await node.provider.patch(self._catalog.system_context(node.namespace), node.name,
                                       apply)
@@ -571,7 +448,7 @@ class GarbageCollector(Service):
         version = latest["metadata"]["resourceVersion"]
         owners = latest["metadata"].get("ownerReferences")
         for attempt in (1, 2):
-            await self._tick()
+            await self._pacer.tick()
             try:
                 await node.provider.delete(ctx, node.name, DeleteOptions(
                     uid=node.uid, resource_version=version, propagation_policy=policy))
