@@ -15,6 +15,8 @@ from orchd.api.errors import StatusError
 
 JSON = "application/json"
 YAML = "application/yaml"
+#: [COMPAT] the media type clients name protobuf bodies with.
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -108,8 +110,10 @@ def decode_body(content_type, data):
         obj = loads_json(data)
     elif kind in _YAML_TYPES:
         obj = loads_yaml(data)
+    elif kind == PROTOBUF:
+        obj = _protobuf().decode(data)
     else:
-        raise StatusError.unsupported_media_type(kind, (JSON, YAML))
+        raise StatusError.unsupported_media_type(kind, (JSON, YAML, PROTOBUF))
     if not isinstance(obj, dict):
         raise StatusError.bad_request("the body of the request must be an object")
     return obj
@@ -229,4 +233,13 @@ def encode(obj, media, pretty=False):
     """Encode a response body in the negotiated media type."""
     if media == YAML:
         return dumps_yaml(obj)
+    if media == PROTOBUF:
+        return _protobuf().encode(obj)
     return dumps_json(obj, pretty)
+
+
+def _protobuf():
+    # Imported on first use: the message definitions take a moment to build.
+    from orchd.api.proto.envelope import codec
+
+    return codec()

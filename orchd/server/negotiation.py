@@ -2,8 +2,8 @@
 """
 The response format a request asks for in its Accept header.
 
-JSON, YAML (for answers that are not streams), or a server-side printing
-Table when kubectl asks for one. Watches get an encoder of event frames
+JSON, YAML (for answers that are not streams), protobuf for kinds that
+have a message, or a server-side printing Table when kubectl asks for one. Watches get an encoder of event frames
 from the same choice; the encoder is shared by every watcher that made it
 (through its C{key}), so each change is encoded once per format.
 """
@@ -34,19 +34,23 @@ class Format:
         self.include_object = include_object
 
 
-def choose(request, allow_yaml=True):
+def choose(request, allow_yaml=True, info=None):
     """
     The best format of the Accept header that this server serves.
 
     Ranges with parameters it does not know (other C{as=} conversions) are
     passed over, as upstream passes them, so clients fall back.
 
+    @param info: the resource's L{KindInfo}; protobuf is offered when its
+        kind has a message (looked up only if the header names protobuf).
     @raise StatusError: 406 when nothing acceptable is on offer.
     """
     accept = request.getHeader(b"accept")
     if not accept:
         return Format(b"application/json", codecs.JSON)
     offers = (codecs.JSON, codecs.YAML) if allow_yaml else (codecs.JSON,)
+    if info is not None and b"protobuf" in accept and has_protobuf(info):
+        offers += (codecs.PROTOBUF,)
     for candidate in codecs.parse_accept(accept):
         if candidate.quality <= 0:
             continue
@@ -95,6 +99,15 @@ class JSONFrames:
         return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(obj))
 
 
+class ProtobufFrames:
+    """Encodes one watch event as a length-prefixed protobuf WatchEvent."""
+
+    key = "protobuf"
+
+    def __call__(self, type, obj):
+        return codecs._protobuf().watch_frame(type, obj)
+
+
 class TableFrames:
     """Encodes one watch event as a JSON line whose object is a one-row Table."""
 
@@ -111,13 +124,23 @@ class TableFrames:
 
 
 JSON_FRAMES = JSONFrames()
+PROTOBUF_FRAMES = ProtobufFrames()
+#: [COMPAT] the content type of a protobuf watch stream, as clients match it.
+PROTOBUF_STREAM = (codecs.PROTOBUF + ";stream=watch").encode("ascii")
+
+
+def has_protobuf(info):
+    """True when C{info}'s kind has a protobuf message (custom kinds answer JSON)."""
+    return codecs._protobuf().supports(info.api_version, info.kind)
 
 
 def watch_format(request, info, clock):
     """
     @return: C{(content type, frame encoder)} for a watch.
     """
-    fmt = choose(request, allow_yaml=False)
+    fmt = choose(request, allow_yaml=False, info=info)
+    if fmt.codec == codecs.PROTOBUF:
+        return PROTOBUF_STREAM, PROTOBUF_FRAMES
     if fmt.table is None:
         return b"application/json", JSON_FRAMES
     return fmt.media, TableFrames(info, fmt, clock)

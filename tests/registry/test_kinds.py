@@ -191,3 +191,58 @@ class ConfigDataTests(SynchronousTestCase):
         code, _, _ = self.api.call("POST", "/api/v1/namespaces/default/secrets",
                                    {"metadata": {"name": "t"}, "type": "orch.io/tls"})
         self.assertEqual(code, 422)
+
+
+class CertificateSigningRequestTests(SynchronousTestCase):
+    CSR = "/apis/certificates.orch.io/v1/certificatesigningrequests"
+
+    def setUp(self):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        request = x509.CertificateSigningRequestBuilder().subject_name(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bob")])).sign(key, hashes.SHA256())
+        self.pem = base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode()
+        self.api = APIHarness()
+
+    def create(self, **spec):
+        body = {"metadata": {"name": "c"}, "spec": dict(
+            request=self.pem, signerName="orch.io/kube-apiserver-client",
+            usages=["client auth"], username="mallory", **spec)}
+        return self.api.call("POST", self.CSR, body)
+
+    def test_requester_recorded(self):
+        """The server writes the requesting user over what the body claims."""
+        code, csr, _ = self.create()
+        self.assertEqual(code, 201)
+        self.assertEqual(csr["spec"]["username"], "orch-admin")
+        self.assertIn("system:masters", csr["spec"]["groups"])
+
+    def test_approval_subresource(self):
+        """Conditions change through approval only; the spec never changes."""
+        _, csr, _ = self.create()
+        csr["status"] = {"conditions": [{"type": "Approved", "status": "True",
+                                         "reason": "KubectlApprove"}]}
+        csr["spec"]["usages"] = ["server auth"]
+        code, updated, _ = self.api.call("PUT", self.CSR + "/c/approval", csr)
+        self.assertEqual(code, 200)
+        self.assertEqual(updated["status"]["conditions"][0]["type"], "Approved")
+        self.assertEqual(updated["spec"]["usages"], ["client auth"])
+        _, plain, _ = self.api.call("PUT", self.CSR + "/c", dict(
+            updated, status={"conditions": []}))
+        self.assertEqual(plain["status"]["conditions"][0]["type"], "Approved")
+
+    def test_approved_and_denied_exclusive(self):
+        """Approved and Denied cannot both be set."""
+        _, csr, _ = self.create()
+        csr["status"] = {"conditions": [{"type": "Approved", "status": "True"},
+                                        {"type": "Denied", "status": "True"}]}
+        self.assertEqual(self.api.call("PUT", self.CSR + "/c/approval", csr)[0], 422)
+
+    def test_request_must_be_pem(self):
+        """spec.request must hold a PEM certificate request."""
+        self.pem = base64.b64encode(b"junk").decode()
+        self.assertEqual(self.create()[0], 422)

@@ -6,6 +6,7 @@ whose only rule is a set of well-known field selectors just name them in
 L{SELECTABLE_FIELDS}.
 """
 
+from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
 from orchd.registry.kinds.event import EventStrategy, EventsV1EventStrategy
@@ -19,6 +20,7 @@ _STRATEGIES = {
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
     ("", "Event"): EventStrategy,
     ("events.orch.io", "Event"): EventsV1EventStrategy,
+    ("certificates.orch.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,
 }
 
 #: Field selectors beyond metadata.name and metadata.namespace, as upstream has them.
@@ -30,7 +32,6 @@ SELECTABLE_FIELDS = {
     ("", "ReplicationController"): ("status.replicas",),
     ("apps", "ReplicaSet"): ("status.replicas",),
     ("batch", "Job"): ("status.successful",),
-    ("certificates.orch.io", "CertificateSigningRequest"): ("spec.signerName",),
 }
 
 

@@ -121,9 +121,10 @@ class RequestScope:
 
     def duplicates(self, body, content_type):
         """Messages for keys repeated in a body (skipped when they would be ignored)."""
-        if self.field_validation == "Ignore":
-            return []
         media = codecs.media_type(content_type) if content_type else codecs.JSON
+        if self.field_validation == "Ignore" or media == codecs.PROTOBUF:
+            # A protobuf body cannot name a field twice in a way that matters.
+            return []
         return [duplicate_field_message(path) for path in duplicate_fields(body, media)]
 
     def check_fields(self, obj, messages=()):
@@ -163,7 +164,7 @@ class RequestScope:
 
     def respond(self, code, obj):
         """Answer with C{obj}, as a Table when the client asked for one."""
-        fmt = negotiation.choose(self.request)
+        fmt = negotiation.choose(self.request, info=self.kind)
         obj = negotiation.present(self.kind, fmt, obj, self.provider.clock.seconds())
         body = codecs.encode(obj, fmt.codec, wants_pretty(self.request))
         write_body(self.request, code, fmt.media, body, self.ctx.warnings)
