@@ -10,7 +10,10 @@ setup(
     long_description_content_type="text/x-rst",
     python_requires=">=3.11",
     packages=find_packages(include=["orchd", "orchd.*"]) + ["twisted.plugins"],
-    package_data={"twisted": ["plugins/orchd_plugin.py"]},
+    package_data={
+        "twisted": ["plugins/orchd_plugin.py"],
+        "orchd.api.proto": ["defs/**/*.proto"],
+    },
     include_package_data=True,
     install_requires=[
         "twisted[tls]>=24.7",
@@ -26,6 +29,9 @@ setup(
         "orjson>=3.9",
         # jsonpatch: a complete, maintained RFC 6902 implementation.
         "jsonpatch>=1.33",
+        # protobuf: builds the message classes of our own .proto definitions
+        # and does the wire encoding in C (upb), for clients that speak it.
+        "protobuf>=5.26",
         "zope.interface>=6.0",
     ],
     extras_require={
@@ -33,6 +39,8 @@ setup(
             "hypothesis>=6.100",
             "kubernetes>=29.0",
             "openapi-spec-validator>=0.7",
+            # protoc, as an independent encoder for the protobuf tests.
+            "grpcio-tools>=1.60",
         ],
     },
 )
