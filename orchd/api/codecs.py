@@ -229,12 +229,18 @@ def negotiate(accept, offers=(JSON, YAML)):
     )
 
 
-def encode(obj, media, pretty=False):
-    """Encode a response body in the negotiated media type."""
+def encode(obj, media, pretty=False, stored=False):
+    """
+    Encode a response body in the negotiated media type.
+
+    @param stored: True when C{obj} is an object exactly as stored (a read),
+        whose encoding may be reused.
+    """
     if media == YAML:
         return dumps_yaml(obj)
     if media == PROTOBUF:
-        return _protobuf().encode(obj)
+        codec = _protobuf()
+        return codec.encode_stored(obj) if stored else codec.encode(obj)
     return dumps_json(obj, pretty)
 
 

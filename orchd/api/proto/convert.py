@@ -14,6 +14,7 @@ L{orchd.api.proto.parser}), as the upstream JSON encoding leaves them out.
 import base64
 import binascii
 import calendar
+import functools
 import re
 import time
 
@@ -114,40 +115,57 @@ class Converter:
             field = by_json.get(key)
             if field is None or value is None:
                 continue
-            where = f"{path}.{key}" if path else key
-            if field.is_map:
-                if not isinstance(value, dict):
-                    raise _type_error(where, "an object")
-                target = getattr(message, field.name)
+            try:
+                self._fill_field(message, field, value, path, key)
+            except (TypeError, ValueError):
+                raise _type_error(_join(path, key), _EXPECTED[field.shape]) from None
+
+    def _fill_field(self, message, field, value, path, key):
+        shape = field.shape
+        if field.is_map:
+            if not isinstance(value, dict):
+                raise _type_error(_join(path, key), "an object")
+            target = getattr(message, field.name)
+            if shape == SCALAR and not field.integer:
+                target.update(value)  # checked by the message, in C
+            elif shape == MESSAGE:
+                where = _join(path, key)
                 for map_key, item in value.items():
-                    if item is None:
-                        continue
-                    if field.shape == MESSAGE:
+                    if item is not None:
                         self._fill(target[map_key], item, field.plan, f"{where}.{map_key}")
-                    elif field.shape == SPECIAL:
-                        _set_special(target[map_key], field.special, item, where)
-                    else:
-                        target[map_key] = _scalar_in(field, item, where)
-            elif field.repeated:
-                if not isinstance(value, list):
-                    raise _type_error(where, "a list")
-                target = getattr(message, field.name)
-                if field.shape == MESSAGE:
-                    for index, item in enumerate(value):
-                        self._fill(target.add(), item, field.plan, f"{where}[{index}]")
-                elif field.shape == SPECIAL:
-                    for item in value:
-                        _set_special(target.add(), field.special, item, where)
-                else:
-                    target.extend(_scalar_in(field, item, where) for item in value)
-            elif field.shape == MESSAGE:
-                child = getattr(message, field.name)
-                self._fill(child, value, field.plan, where)
-                child.SetInParent()
-            elif field.shape == SPECIAL:
-                _set_special(getattr(message, field.name), field.special, value, where)
+            elif shape == SPECIAL:
+                for map_key, item in value.items():
+                    if item is not None:
+                        _set_special(target[map_key], field.special, item, _join(path, key))
             else:
-                setattr(message, field.name, _scalar_in(field, value, where))
+                for map_key, item in value.items():
+                    if item is not None:
+                        target[map_key] = _scalar_in(field, item, path, key)
+        elif field.repeated:
+            if not isinstance(value, list):
+                raise _type_error(_join(path, key), "a list")
+            target = getattr(message, field.name)
+            if shape == MESSAGE:
+                where = _join(path, key)
+                for index, item in enumerate(value):
+                    self._fill(target.add(), item, field.plan, f"{where}[{index}]")
+            elif shape == SPECIAL:
+                for item in value:
+                    _set_special(target.add(), field.special, item, _join(path, key))
+            elif shape == SCALAR and not field.integer:
+                target.extend(value)  # checked by the message, in C
+            else:
+                target.extend(_scalar_in(field, item, path, key) for item in value)
+        elif shape == MESSAGE:
+            child = getattr(message, field.name)
+            self._fill(child, value, field.plan, _join(path, key))
+            child.SetInParent()
+        elif shape == SPECIAL:
+            _set_special(getattr(message, field.name), field.special, value, _join(path, key))
+        elif shape == SCALAR and not field.integer:
+            setattr(message, field.name, value)  # checked by the message, in C
+        else:
+            setattr(message, field.name, _scalar_in(field, value, path, key))
 
     # -- message -> dict ----------------------------------------------------
 
@@ -198,19 +216,27 @@ class Converter:
 
 # -- scalars ----------------------------------------------------------------
 
-def _scalar_in(field, value, where):
+def _scalar_in(field, value, path, key):
+    """A bytes or integer value checked as JSON decoding would check it."""
     if field.shape == BYTES:
         if not isinstance(value, str):
-            raise _type_error(where, "a base64 string")
+            raise _type_error(_join(path, key), "a base64 string")
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
-            raise StatusError.bad_request(f"{where}: illegal base64 data") from None
-    if field.integer:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            raise _type_error(where, "an integer")
-        return int(value)
-    return value
+            raise StatusError.bad_request(f"{_join(path, key)}: illegal base64 data") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise _type_error(_join(path, key), "an integer")
+    return int(value)
+
+
+def _join(path, key):
+    """The JSON path of a field, built only for messages."""
+    return f"{path}.{key}" if path else key
+
+
+_EXPECTED = {SCALAR: "a value of the field's type", BYTES: "a base64 string",
+             MESSAGE: "an object", SPECIAL: "a value of the field's type"}
 
 
 def _b64(value):
@@ -262,11 +288,12 @@ def _set_special(message, name, value, where):
 
 def _get_special(message, name):
     if name in (_TIME, _MICRO_TIME):
-        if not message.seconds and not message.nanos:
+        seconds, nanos = message.seconds, message.nanos
+        if not seconds and not nanos:
             return None
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(message.seconds))
+        text = _second_text(seconds)
         if name == _MICRO_TIME:
-            return f"{text}.{message.nanos // 1000:06d}Z"
+            return f"{text}.{nanos // 1000:06d}Z"
         return text + "Z"
     if name == _INT_OR_STRING:
         return message.strVal if message.type == 1 else message.intVal
@@ -283,10 +310,17 @@ def _get_special(message, name):
         raise StatusError.bad_request("an embedded object is not valid JSON") from None
 
 
-def _parse_time(value, where):
-    match = _RFC3339.match(value) if isinstance(value, str) else None
+@functools.lru_cache(maxsize=4096)
+def _second_text(seconds):
+    # Objects repeat a few timestamps (creation, managedFields): format each once.
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_time_cached(value):
+    match = _RFC3339.match(value)
     if match is None:
-        raise _type_error(where, "an RFC 3339 time")
+        return None
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     seconds = calendar.timegm((int(year), int(month), int(day), int(hour), int(minute),
                                int(second), 0, 0, 0))
@@ -295,6 +329,13 @@ def _parse_time(value, where):
         seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
     nanos = int((fraction[1:] + "000000000")[:9]) if fraction else 0
     return seconds, nanos
+
+
+def _parse_time(value, where):
+    parsed = _parse_time_cached(value) if isinstance(value, str) else None
+    if parsed is None:
+        raise _type_error(where, "an RFC 3339 time")
+    return parsed
 
 
 def _parse_duration(value, where):

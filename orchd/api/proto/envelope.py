@@ -10,6 +10,7 @@ without knowing the URL it came to.
 """
 
 import struct
+from collections import OrderedDict
 
 from orchd.api.errors import StatusError
 from orchd.api.proto.convert import Converter
@@ -24,15 +25,39 @@ MAGIC = b"k8s\x00"
 class ProtobufCodec:
     """Encodes objects to enveloped protobuf and back, for every kind with a message."""
 
+    #: Encoded bodies kept for reads of the same object version.
+    CACHE_SIZE = 4096
+
     def __init__(self, schema):
         self._schema = schema
         self._convert = Converter(schema)
         self._unknown = schema.message_class("orch.runtime.Unknown")
         self._event = schema.message_class("orch.meta.v1.WatchEvent")
+        self._cache = OrderedDict()
 
     def supports(self, api_version, kind):
         """True when C{kind} of C{api_version} has a message (else answer JSON)."""
         return self._schema.kind_message(api_version, kind) is not None
+
+    def encode_stored(self, obj):
+        """
+        L{encode} for an object as stored: reads of the same version of the
+        same object (uid and resourceVersion) reuse the bytes, as upstream
+        caches serialized objects. Never for answers that are not stored
+        state, such as dry runs.
+        """
+        meta = obj.get("metadata") or {}
+        key = (obj.get("apiVersion"), obj.get("kind"), meta.get("uid"),
+               meta.get("resourceVersion"))
+        if not key[2] or not key[3]:
+            return self.encode(obj)
+        cache = self._cache
+        data = cache.get(key)
+        if data is None:
+            data = cache[key] = self.encode(obj)
+            if len(cache) > self.CACHE_SIZE:
+                cache.popitem(last=False)
+        return data
 
     def encode(self, obj):
         """The enveloped bytes of C{obj} (which carries its apiVersion and kind)."""

@@ -4,4 +4,4 @@
 
 async def handle(scope):
     obj = await scope.provider.get(scope.ctx, scope.info.name)
-    scope.respond(200, obj)
+    scope.respond(200, obj, stored=True)

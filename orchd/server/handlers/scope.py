@@ -162,9 +162,13 @@ class RequestScope:
 
     # -- answer -------------------------------------------------------------
 
-    def respond(self, code, obj):
-        """Answer with C{obj}, as a Table when the client asked for one."""
+    def respond(self, code, obj, stored=False):
+        """
+        Answer with C{obj}, as a Table when the client asked for one.
+
+        @param stored: C{obj} is stored state as read (see L{codecs.encode}).
+        """
         fmt = negotiation.choose(self.request, info=self.kind)
         obj = negotiation.present(self.kind, fmt, obj, self.provider.clock.seconds())
-        body = codecs.encode(obj, fmt.codec, wants_pretty(self.request))
+        body = codecs.encode(obj, fmt.codec, wants_pretty(self.request), stored)
         write_body(self.request, code, fmt.media, body, self.ctx.warnings)
