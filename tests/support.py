@@ -81,8 +81,10 @@ class APIHarness:
         ctype = response.headers.getRawHeaders(b"content-type", [b""])[0]
         if ctype.startswith(b"application/json"):
             payload = orjson.loads(raw) if raw else None
-        else:
+        elif ctype.startswith(b"text/") or not ctype:
             payload = raw.decode("utf-8")
+        else:
+            payload = raw
         self.treq.flush()
         return response.code, payload, response.headers
 

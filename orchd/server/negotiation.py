@@ -12,6 +12,7 @@ import orjson
 
 from orchd.api import codecs, tables
 from orchd.api.errors import StatusError
+from orchd.api.groups import in_spelling
 
 _JSON_RANGES = ("application/json", "application/*", "*/*")
 _HARMLESS = frozenset(("charset", "pretty", "stream"))
@@ -134,13 +135,29 @@ def has_protobuf(info):
     return codecs._protobuf().supports(info.api_version, info.kind)
 
 
-def watch_format(request, info, clock):
+class SpelledFrames:
+    """Frames whose objects carry the apiVersion spelling the client used."""
+
+    def __init__(self, frames, api_version):
+        self.key = (frames.key, api_version)
+        self._frames = frames
+        self._api_version = api_version
+
+    def __call__(self, type, obj):
+        return self._frames(type, in_spelling(obj, self._api_version))
+
+
+def watch_format(request, info, clock, spelling=None):
     """
+    @param spelling: the apiVersion to answer with, when the client used an
+        upstream group name (see L{orchd.api.groups}).
     @return: C{(content type, frame encoder)} for a watch.
     """
     fmt = choose(request, allow_yaml=False, info=info)
+    if fmt.table is not None:
+        return fmt.media, TableFrames(info, fmt, clock)
     if fmt.codec == codecs.PROTOBUF:
-        return PROTOBUF_STREAM, PROTOBUF_FRAMES
-    if fmt.table is None:
-        return b"application/json", JSON_FRAMES
-    return fmt.media, TableFrames(info, fmt, clock)
+        media, frames = PROTOBUF_STREAM, PROTOBUF_FRAMES
+    else:
+        media, frames = b"application/json", JSON_FRAMES
+    return media, SpelledFrames(frames, spelling) if spelling else frames

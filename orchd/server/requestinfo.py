@@ -9,6 +9,8 @@ C{/api/v1/...} and C{/apis/<group>/<version>/...}; everything else is a
 non-resource request whose verb is the lowercase HTTP method.
 """
 
+from orchd.api.groups import canonical_group
+
 _METHOD_VERBS = {
     b"GET": "get",
     b"HEAD": "get",
@@ -29,11 +31,13 @@ class RequestInfo:
 
     @ivar parts: the path segments from the resource on (C{resource, name,
         subresource, ...}), for handlers that need more (e.g. proxy paths).
+    @ivar requested_group: the group as the path spelled it; C{api_group} is
+        always the served name (see L{orchd.api.groups}).
     """
 
     __slots__ = (
         "is_resource_request", "path", "verb", "api_prefix", "api_group", "api_version",
-        "namespace", "resource", "subresource", "name", "parts", "method",
+        "namespace", "resource", "subresource", "name", "parts", "method", "requested_group",
     )
 
     def __init__(self, method, path):
@@ -43,6 +47,7 @@ class RequestInfo:
         self.verb = method.decode("ascii", "replace").lower()
         self.api_prefix = ""
         self.api_group = ""
+        self.requested_group = ""
         self.api_version = ""
         self.namespace = ""
         self.resource = ""
@@ -76,7 +81,9 @@ def parse_request_info(method, path, args):
     if prefix == "apis":
         if len(rest) < 3:
             return info
-        info.api_group = rest[0]
+        # [COMPAT] typed clients write upstream group names; serve the renamed group.
+        info.requested_group = rest[0]
+        info.api_group = canonical_group(rest[0])
         rest = rest[1:]
     info.api_prefix = prefix
     info.is_resource_request = True

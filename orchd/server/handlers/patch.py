@@ -7,7 +7,10 @@ server-side apply (C{application/apply-patch+yaml}), which may also create.
 from orchd.api import codecs
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.patch import (
-    apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, patch_schema_for,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+    patch_schema_for,
 )
 
 JSON_PATCH = "application/json-patch+json"

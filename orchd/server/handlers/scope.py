@@ -8,10 +8,18 @@ resource's registry (C{provider}) and reads the request uniformly.
 
 from orchd.api import codecs
 from orchd.api.errors import FieldError, StatusError
-from orchd.api.fieldmanager import apply_manager_required, default_manager, field_manager_errors
-from orchd.api.fieldvalidation import (
-    duplicate_field_message, prune_unknown_fields, strict_error, unknown_field_message,
+from orchd.api.fieldmanager import (
+    apply_manager_required,
+    default_manager,
+    field_manager_errors,
 )
+from orchd.api.fieldvalidation import (
+    duplicate_field_message,
+    prune_unknown_fields,
+    strict_error,
+    unknown_field_message,
+)
+from orchd.api.groups import canonical_api_version, in_spelling
 from orchd.api.strictdecode import duplicate_fields
 from orchd.registry.context import RequestContext
 from orchd.server import negotiation
@@ -147,6 +155,8 @@ class RequestScope:
         info = self.kind
         kind = kind or info.kind
         api_version = obj.get("apiVersion")
+        if api_version:
+            api_version = obj["apiVersion"] = canonical_api_version(api_version)
         if not api_version:
             obj["apiVersion"] = info.api_version
         elif api_version != info.api_version:
@@ -162,6 +172,14 @@ class RequestScope:
 
     # -- answer -------------------------------------------------------------
 
+    @property
+    def spelling(self):
+        """The apiVersion to answer with when the client used an upstream group name."""
+        info = self.info
+        if info.requested_group == info.api_group:
+            return None
+        return f"{info.requested_group}/{info.api_version}"
+
     def respond(self, code, obj, stored=False):
         """
         Answer with C{obj}, as a Table when the client asked for one.
@@ -170,5 +188,9 @@ class RequestScope:
         """
         fmt = negotiation.choose(self.request, info=self.kind)
         obj = negotiation.present(self.kind, fmt, obj, self.provider.clock.seconds())
+        spelling = self.spelling
+        if spelling is not None and obj.get("apiVersion") == self.kind.api_version:
+            obj = in_spelling(obj, spelling)
+            stored = False
         body = codecs.encode(obj, fmt.codec, wants_pretty(self.request), stored)
         write_body(self.request, code, fmt.media, body, self.ctx.warnings)

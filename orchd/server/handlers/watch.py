@@ -155,7 +155,8 @@ class WatchResponse:
 async def handle(scope):
     """Start a watch; the response stays open until the watch ends."""
     options = watch_options(scope, scope.settings.min_request_timeout)
-    content_type, encode = watch_format(scope.request, scope.kind, scope.provider.clock)
+    content_type, encode = watch_format(scope.request, scope.kind, scope.provider.clock,
+                                        scope.spelling)
     start = await scope.provider.prepare_watch(scope.ctx, options)
     response = WatchResponse(scope.request, scope.provider.clock, content_type)
     watcher = start(response, encode)
