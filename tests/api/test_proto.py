@@ -205,3 +205,24 @@ class DurationTextTests(SynchronousTestCase):
                             (61_000_000_000, "1m1s"), (3_600_000_000_000, "1h0m0s")):
             self.assertEqual(convert._duration_text(nanos), text)
         self.assertIsInstance(Converter, type)
+
+
+class InlineTests(SynchronousTestCase):
+    def test_inline_fields_sit_in_the_enclosing_object(self):
+        """An inline message's fields read and write at the enclosing level."""
+        root = self.mktemp()
+        os.makedirs(os.path.join(root, "orch"))
+        with open(os.path.join(root, "orch", "a.proto"), "w") as f:
+            f.write('syntax = "proto2";\npackage orch.api.core.v1;\n'
+                    'message Volume {\n  optional string name = 1;\n'
+                    '  optional Source source = 2; // inline\n}\n'
+                    'message Source {\n  optional Path hostPath = 1;\n'
+                    '  optional string medium = 2;\n}\n'
+                    'message Path {\n  optional string path = 1;\n}\n')
+        schema = Schema(root)
+        converter = Converter(schema)
+        cls = schema.message_class("orch.api.core.v1.Volume")
+        obj = {"name": "v", "hostPath": {"path": "/x"}, "medium": "Memory"}
+        message = converter.to_message(obj, cls)
+        self.assertEqual(message.source.hostPath.path, "/x")
+        self.assertEqual(converter.to_dict(message), obj)

@@ -43,12 +43,15 @@ _INTEGERS = frozenset((FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_INT32,
 class _Field:
     """How one field of a message is read and written."""
 
-    __slots__ = ("name", "json", "shape", "repeated", "is_map", "value_shape", "plan",
-                 "special", "keep", "integer")
+    __slots__ = ("name", "json", "shape", "repeated", "is_map", "plan",
+                 "special", "keep", "integer", "via", "inline")
 
     def __init__(self, name, json):
         self.name = name
         self.json = json
+        #: The embedded message fields leading to this one, for inlined fields.
+        self.via = ()
+        self.inline = False
 
 
 class _Plan:
@@ -74,6 +77,7 @@ class Converter:
         plan.full_name = descriptor.full_name
         plan.by_json, plan.by_number = {}, {}
         keep = self._schema.keep.get(descriptor.full_name, ())
+        inline = self._schema.inline.get(descriptor.full_name, ())
         renamed = self._schema.json_names.get(descriptor.full_name, {})
         for fd in descriptor.fields:
             field = _Field(fd.name, renamed.get(fd.name, fd.name))
@@ -85,8 +89,18 @@ class Converter:
                 target = fd.message_type.fields_by_name["value"]
             field.integer = target.type in _INTEGERS
             field.shape, field.special, field.plan = self._shape(target)
-            plan.by_json[field.json] = field
             plan.by_number[fd.number] = field
+            if fd.name in inline and field.shape == MESSAGE:
+                # Its fields are the enclosing object's: reach them through it.
+                field.inline = True
+                for json, inner in field.plan.by_json.items():
+                    through = _Field(inner.name, inner.json)
+                    for slot in _Field.__slots__:
+                        setattr(through, slot, getattr(inner, slot))
+                    through.via = (fd.name,) + inner.via
+                    plan.by_json.setdefault(json, through)
+            else:
+                plan.by_json[field.json] = field
         return plan
 
     def _shape(self, fd):
@@ -115,8 +129,12 @@ class Converter:
             field = by_json.get(key)
             if field is None or value is None:
                 continue
+            target = message
+            for name in field.via:
+                target = getattr(target, name)
+                target.SetInParent()
             try:
-                self._fill_field(message, field, value, path, key)
+                self._fill_field(target, field, value, path, key)
             except (TypeError, ValueError):
                 raise _type_error(_join(path, key), _EXPECTED[field.shape]) from None
 
@@ -200,6 +218,8 @@ class Converter:
                     out[field.json] = [_b64(v) for v in value]
                 else:
                     out[field.json] = list(value)
+            elif field.inline:
+                out.update(self._read(value, field.plan))
             elif field.shape == MESSAGE:
                 out[field.json] = self._read(value, field.plan)
             elif field.shape == SPECIAL:

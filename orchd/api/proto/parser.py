@@ -24,8 +24,10 @@ field's JSON name is the proto name unless C{[json_name = "..."]} says
 otherwise. The trailing C{// keep} marks a field whose zero value stays in
 JSON (a pointer or a field without C{omitempty} upstream); any other zero
 scalar, empty list or empty map decoded from the wire is left out of the
-JSON object, as the upstream JSON encoding leaves it out. Other comments
-are ignored.
+JSON object, as the upstream JSON encoding leaves it out. The trailing
+C{// inline} marks a message field whose own fields sit in the enclosing
+JSON object (an embedded struct upstream, such as a volume's source).
+Other comments are ignored.
 """
 
 import re
@@ -62,12 +64,14 @@ class ParsedFile:
     One definition file: its descriptor, and what JSON needs beyond it.
 
     @ivar keep: C{{"pkg.Message": {"field", ...}}}: fields whose zero stays.
+    @ivar inline: C{{"pkg.Message": {"field", ...}}}: embedded message fields.
     @ivar json_names: C{{"pkg.Message": {"field": "jsonName"}}} when they differ.
     """
 
-    def __init__(self, proto, keep, json_names):
+    def __init__(self, proto, keep, inline, json_names):
         self.proto = proto
         self.keep = keep
+        self.inline = inline
         self.json_names = json_names
 
 
@@ -81,7 +85,7 @@ def parse(name, text):
     @raise ProtoSyntaxError: on anything outside the subset.
     """
     proto = descriptor_pb2.FileDescriptorProto(name=name, syntax="proto2")
-    keep, json_names = {}, {}
+    keep, inline, json_names = {}, {}, {}
     lines = text.split("\n")
     package = ""
     messages = []
@@ -118,8 +122,11 @@ def parse(name, text):
         label, type_name, key_type, value_type, field_name, field_number, json_name, comment = \
             match.groups()
         full = f"{package}.{current.name}"
-        if comment and comment[2:].strip().split()[:1] == ["keep"]:
+        marker = comment[2:].strip().split()[:1] if comment else []
+        if marker == ["keep"]:
             keep.setdefault(full, set()).add(field_name)
+        elif marker == ["inline"]:
+            inline.setdefault(full, set()).add(field_name)
         if json_name is not None and json_name != field_name:
             json_names.setdefault(full, {})[field_name] = json_name
         field = current.field.add(name=field_name, number=int(field_number),
@@ -138,7 +145,7 @@ def parse(name, text):
             _set_type(field, type_name, name)
     if current is not None:
         raise ProtoSyntaxError(f"{name}: message {current.name} is not closed")
-    return ParsedFile(proto, keep, json_names)
+    return ParsedFile(proto, keep, inline, json_names)
 
 
 def _set_type(field, type_name, file_name):

@@ -52,9 +52,11 @@ class Schema:
         for name in pending:
             add(name)
         self.keep = {}
+        self.inline = {}
         self.json_names = {}
         for p in parsed:
             self.keep.update(p.keep)
+            self.inline.update(p.inline)
             self.json_names.update(p.json_names)
         self.files = [p.proto.name for p in parsed]
 
