@@ -31,6 +31,23 @@ _RAW = "orch.runtime.RawExtension"
 _INT_OR_STRING = "orch.util.intstr.IntOrString"
 _QUANTITY = "orch.resource.Quantity"
 _SPECIAL = frozenset((_TIME, _MICRO_TIME, _DURATION, _FIELDS, _RAW, _INT_OR_STRING, _QUANTITY))
+# Messages whose JSON form is not an object of their fields, by their upstream
+# definitions: extra values are bare lists; the schema types of custom
+# resources are "this or that".
+_EXTRA = "ExtraValue"
+_JSON = "orch.api.apiextensions.v1.JSON"
+_OR_ARRAY = "orch.api.apiextensions.v1.JSONSchemaPropsOrArray"
+_OR_BOOL = "orch.api.apiextensions.v1.JSONSchemaPropsOrBool"
+_OR_STRINGS = "orch.api.apiextensions.v1.JSONSchemaPropsOrStringArray"
+_EITHER = frozenset((_OR_ARRAY, _OR_BOOL, _OR_STRINGS))
+
+
+def _special_name(full_name):
+    if full_name in _SPECIAL or full_name in _EITHER or full_name == _JSON:
+        return full_name
+    if full_name.endswith("." + _EXTRA):
+        return _EXTRA
+    return None
 
 # How a field maps: the shape of its value.
 SCALAR, BYTES, MESSAGE, SPECIAL = range(4)
@@ -105,9 +122,9 @@ class Converter:
 
     def _shape(self, fd):
         if fd.type == _TYPE_MESSAGE:
-            name = fd.message_type.full_name
-            if name in _SPECIAL:
-                return SPECIAL, name, None
+            special = _special_name(fd.message_type.full_name)
+            if special is not None:
+                return SPECIAL, special, None
             return MESSAGE, None, self._plan(fd.message_type)
         if fd.type == _TYPE_BYTES:
             return BYTES, None, None
@@ -154,7 +171,7 @@ class Converter:
             elif shape == SPECIAL:
                 for map_key, item in value.items():
                     if item is not None:
-                        _set_special(target[map_key], field.special, item, _join(path, key))
+                        self._set_special(target[map_key], field.special, item, _join(path, key))
             else:
                 for map_key, item in value.items():
                     if item is not None:
@@ -169,7 +186,7 @@ class Converter:
                     self._fill(target.add(), item, field.plan, f"{where}[{index}]")
             elif shape == SPECIAL:
                 for item in value:
-                    _set_special(target.add(), field.special, item, _join(path, key))
+                    self._set_special(target.add(), field.special, item, _join(path, key))
             elif shape == SCALAR and not field.integer:
                 target.extend(value)  # checked by the message, in C
             else:
@@ -179,11 +196,63 @@ class Converter:
             self._fill(child, value, field.plan, _join(path, key))
             child.SetInParent()
         elif shape == SPECIAL:
-            _set_special(getattr(message, field.name), field.special, value, _join(path, key))
+            self._set_special(getattr(message, field.name), field.special, value, _join(path, key))
         elif shape == SCALAR and not field.integer:
             setattr(message, field.name, value)  # checked by the message, in C
         else:
             setattr(message, field.name, _scalar_in(field, value, path, key))
+
+    def _set_special(self, message, name, value, where):
+        if name == _EXTRA:
+            if not isinstance(value, list):
+                raise _type_error(where, "a list of strings")
+            message.items.extend(value)
+        elif name == _JSON:
+            message.raw = orjson.dumps(value)
+        elif name in _EITHER:
+            self._set_either(message, name, value, where)
+        else:
+            _set_special(message, name, value, where)
+        message.SetInParent()
+
+    def _set_either(self, message, name, value, where):
+        schema_field = "schema"
+        if isinstance(value, dict):
+            child = message.schema
+            self._fill(child, value, self._plan(child.DESCRIPTOR), where)
+            child.SetInParent()
+            if name == _OR_BOOL:
+                message.allows = True
+        elif name == _OR_BOOL and isinstance(value, bool):
+            message.allows = value
+        elif name == _OR_ARRAY and isinstance(value, list):
+            plan = self._plan(message.DESCRIPTOR.fields_by_name["jSONSchemas"].message_type)
+            for index, item in enumerate(value):
+                self._fill(message.jSONSchemas.add(), item, plan, f"{where}[{index}]")
+        elif name == _OR_STRINGS and isinstance(value, list):
+            message.property.extend(value)
+        else:
+            raise _type_error(where, f"an object or a {schema_field} alternative")
+
+    def _get_special(self, message, name):
+        if name == _EXTRA:
+            return list(message.items)
+        if name == _JSON:
+            return orjson.loads(message.raw) if message.raw else None
+        if name == _OR_BOOL:
+            if message.HasField("schema"):
+                return self._read(message.schema, self._plan(message.schema.DESCRIPTOR))
+            return message.allows
+        if name == _OR_ARRAY:
+            if message.jSONSchemas:
+                plan = self._plan(message.DESCRIPTOR.fields_by_name["jSONSchemas"].message_type)
+                return [self._read(item, plan) for item in message.jSONSchemas]
+            return self._read(message.schema, self._plan(message.schema.DESCRIPTOR))
+        if name == _OR_STRINGS:
+            if message.property:
+                return list(message.property)
+            return self._read(message.schema, self._plan(message.schema.DESCRIPTOR))
+        return _get_special(message, name)
 
     # -- message -> dict ----------------------------------------------------
 
@@ -202,7 +271,7 @@ class Converter:
                 if field.shape == MESSAGE:
                     out[field.json] = {k: self._read(v, field.plan) for k, v in value.items()}
                 elif field.shape == SPECIAL:
-                    out[field.json] = {k: _get_special(v, field.special) for k, v in value.items()}
+                    out[field.json] = {k: self._get_special(v, field.special) for k, v in value.items()}
                 elif field.shape == BYTES:
                     out[field.json] = {k: _b64(v) for k, v in value.items()}
                 else:
@@ -213,7 +282,7 @@ class Converter:
                 if field.shape == MESSAGE:
                     out[field.json] = [self._read(v, field.plan) for v in value]
                 elif field.shape == SPECIAL:
-                    out[field.json] = [_get_special(v, field.special) for v in value]
+                    out[field.json] = [self._get_special(v, field.special) for v in value]
                 elif field.shape == BYTES:
                     out[field.json] = [_b64(v) for v in value]
                 else:
@@ -223,7 +292,7 @@ class Converter:
             elif field.shape == MESSAGE:
                 out[field.json] = self._read(value, field.plan)
             elif field.shape == SPECIAL:
-                special = _get_special(value, field.special)
+                special = self._get_special(value, field.special)
                 if special is not None or field.keep:
                     out[field.json] = special
             elif field.shape == BYTES:
@@ -303,7 +372,6 @@ def _set_special(message, name, value, where):
         message.Raw = orjson.dumps(value)
     else:  # RawExtension
         message.raw = orjson.dumps(value)
-    message.SetInParent()
 
 
 def _get_special(message, name):
