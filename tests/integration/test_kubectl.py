@@ -1,5 +1,6 @@
 """Unmodified kubectl against orchd: get, create -f, apply -f, patch, delete, -o yaml."""
 
+import base64
 import json
 import os
 
@@ -193,3 +194,87 @@ class KubectlMachineryTests(KubectlMixin, TestCase):
         code, _, err = await self.kubectl("create", "-f", "-", stdin=[manifest], ok=False)
         self.assertNotEqual(code, 0)
         self.assertIn('unknown field "bogus"', err)
+
+
+class KubectlTypedTests(KubectlMixin, TestCase):
+    """kubectl's typed commands, which send protobuf bodies."""
+
+    async def test_typed_creates(self):
+        """Every typed create works and reads back with get -o yaml."""
+        commands = [
+            (["create", "namespace", "typed"], "namespace", "typed"),
+            (["create", "configmap", "c", "--from-literal=a=b"], "configmap", "c"),
+            (["create", "secret", "generic", "s", "--from-literal=p=q"], "secret", "s"),
+            (["create", "serviceaccount", "robot"], "serviceaccount", "robot"),
+            (["create", "role", "r", "--verb=get", "--resource=pods"], "role", "r"),
+            (["create", "rolebinding", "rb", "--role=r", "--user=u"], "rolebinding", "rb"),
+            (["create", "clusterrole", "cr", "--verb=get", "--resource=nodes"],
+             "clusterrole", "cr"),
+            (["create", "clusterrolebinding", "crb", "--clusterrole=cr", "--group=g"],
+             "clusterrolebinding", "crb"),
+            (["create", "quota", "q", "--hard=pods=10,cpu=2"], "resourcequota", "q"),
+            (["create", "priorityclass", "pc", "--value=100"], "priorityclass", "pc"),
+            (["create", "deployment", "d", "--image=registry.example/app:1"],
+             "deployment", "d"),
+            (["create", "job", "j", "--image=registry.example/task:1"], "job", "j"),
+        ]
+        for argv, kind, name in commands:
+            _, out, _ = await self.kubectl(*argv)
+            self.assertIn(f"{name} created", out)
+            _, text, _ = await self.kubectl("get", kind, name, "-o", "yaml")
+            self.assertEqual(yaml.safe_load(text)["metadata"]["name"], name)
+        secret = await self.get_json("secret", "s")
+        self.assertEqual(secret["data"], {"p": "cQ=="})
+        quota = await self.get_json("quota", "q")
+        self.assertEqual(quota["spec"]["hard"], {"pods": "10", "cpu": "2"})
+        deployment = await self.get_json("deployment", "d")
+        self.assertEqual(deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+                         "registry.example/app:1")
+
+    async def test_create_token_fails_with_a_status(self):
+        """Before service-account tokens exist, create token fails with the server's Status."""
+        code, _, err = await self.kubectl("create", "token", "default", ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn("the server could not find the requested resource", err)
+        self.assertNotIn("decode", err.lower())
+
+    async def test_cordon_and_drain(self):
+        """cordon marks a node unschedulable (SchedulingDisabled); drain of an empty node works."""
+        await self.kubectl("create", "-f", "-", stdin=[
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}])
+        _, out, _ = await self.kubectl("cordon", "n1")
+        self.assertIn("node/n1 cordoned", out)
+        self.assertTrue((await self.get_json("node", "n1"))["spec"]["unschedulable"])
+        _, out, _ = await self.kubectl("get", "nodes")
+        self.assertIn("SchedulingDisabled", out)
+        _, out, _ = await self.kubectl("drain", "n1", "--ignore-daemonsets")
+        self.assertIn("node/n1 drained", out)
+        _, out, _ = await self.kubectl("uncordon", "n1")
+        self.assertIn("node/n1 uncordoned", out)
+
+    async def test_certificate_approval_subresource(self):
+        """A CSR created with kubectl is approved through approval, as typed clients do it."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        request = x509.CertificateSigningRequestBuilder().subject_name(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "alice")])).sign(
+            key, hashes.SHA256())
+        pem = request.public_bytes(serialization.Encoding.PEM)
+        await self.kubectl("create", "-f", "-", stdin=[{
+            "apiVersion": "certificates.orch.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"name": "alice"},
+            "spec": {"request": base64.b64encode(pem).decode(),
+                     "signerName": "orch.io/kube-apiserver-client", "usages": ["client auth"]}}])
+        path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/alice"
+        _, csr = await self.server.call("GET", path)
+        self.assertEqual(csr["apiVersion"], "certificates.k8s.io/v1")
+        csr["status"] = {"conditions": [{"type": "Approved", "status": "True",
+                                         "reason": "KubectlApprove"}]}
+        code, approved = await self.server.call("PUT", path + "/approval", csr)
+        self.assertEqual(code, 200, approved)
+        csr = await self.get_json("csr", "alice")
+        self.assertEqual(csr["status"]["conditions"][0]["type"], "Approved")
