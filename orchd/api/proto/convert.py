@@ -55,13 +55,20 @@ _TYPE_MESSAGE = FieldDescriptor.TYPE_MESSAGE
 _TYPE_BYTES = FieldDescriptor.TYPE_BYTES
 _INTEGERS = frozenset((FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_INT32,
                        FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_UINT32))
+_SCALAR_NAMES = {
+    FieldDescriptor.TYPE_INT64: "int64", FieldDescriptor.TYPE_INT32: "int32",
+    FieldDescriptor.TYPE_UINT64: "uint64", FieldDescriptor.TYPE_UINT32: "uint32",
+    FieldDescriptor.TYPE_BOOL: "bool", FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_DOUBLE: "double", FieldDescriptor.TYPE_FLOAT: "float",
+    FieldDescriptor.TYPE_BYTES: "bytes",
+}
 
 
 class _Field:
     """How one field of a message is read and written."""
 
     __slots__ = ("name", "json", "shape", "repeated", "is_map", "plan",
-                 "special", "keep", "integer", "via", "inline")
+                 "special", "keep", "integer", "scalar_type", "via", "inline")
 
     def __init__(self, name, json):
         self.name = name
@@ -105,6 +112,7 @@ class Converter:
             if field.is_map:
                 target = fd.message_type.fields_by_name["value"]
             field.integer = target.type in _INTEGERS
+            field.scalar_type = _SCALAR_NAMES.get(target.type)
             field.shape, field.special, field.plan = self._shape(target)
             plan.by_number[fd.number] = field
             if fd.name in inline and field.shape == MESSAGE:
