@@ -26,7 +26,7 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages] [--watchers 1000] [--rate 100]
+           [--cases get,create,list,watch,pages,encoding] [--watchers 1000] [--rate 100]
            [--watch-secs 20] [--page-objects 50000] [--page-limit 500] [--page-passes 3]
 Needs: the orchd package importable (pip install .), node, taskset (optional).
 """
@@ -55,7 +55,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TWISTD = "from twisted.scripts.twistd import run; run()"
 BODY_KEYS = 10  # ten 180-byte values: a ~2 KB object
-CASES = ("get", "create", "list", "watch", "pages")
+CASES = ("get", "create", "list", "watch", "pages", "encoding")
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def free_port():
@@ -166,13 +167,15 @@ class Floor:
         self.process.wait(30)
 
 
-def hload(orchd, url, conns, secs, method="GET", body=None, gen_name=False):
+def hload(orchd, url, conns, secs, method="GET", body=None, gen_name=False, media=None):
     argv = ["node", os.path.join(HERE, "hload.js"), "--url", url, "--conns", str(conns),
             "--secs", str(secs), "--cert", orchd.cert, "--key", orchd.key, "--method", method]
     if body:
         argv += ["--body", body]
     if gen_name:
         argv.append("--gen-name")
+    if media:
+        argv += ["--accept", media, "--ctype", media]
     out = subprocess.run(pinned(1, argv), capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -404,6 +407,10 @@ def main():
         fresh = os.path.join(workdir, "fresh")
         os.mkdir(fresh)
         own_cases(fresh, args, selected, template, report)
+    if "encoding" in selected:
+        encoding = os.path.join(workdir, "encoding")
+        os.mkdir(encoding)
+        encoding_cases(encoding, args, template, report)
     print_report(report)
     if args.json:
         with open(args.json, "w") as f:
@@ -484,6 +491,59 @@ def own_cases(workdir, args, selected, template, report):
         orchd.stop()
 
 
+def cpu_seconds(pid):
+    """User plus system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def encoding_cases(workdir, args, template, report):
+    """
+    JSON against protobuf on one orchd: GET and create of the same ~2 KB
+    object at 16 connections, alternated over the rounds; requests/s and
+    orchd's CPU time per request.
+    """
+    sys.path.insert(0, ROOT)
+    from orchd.api.proto.envelope import codec
+
+    orchd = Orchd(workdir)
+    try:
+        orchd.request("POST", "/api/v1/namespaces/default/configmaps",
+                      dict(template, metadata={"name": "bench-enc"}))
+        orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": "bench-enc"}})
+        created = dict(template, metadata={"generateName": "enc-"})
+        bodies = {"json": os.path.join(workdir, "enc.json"),
+                  "protobuf": os.path.join(workdir, "enc.pb")}
+        with open(bodies["json"], "w") as f:
+            json.dump(created, f)
+        with open(bodies["protobuf"], "wb") as f:
+            f.write(codec().encode(created))
+        get = orchd.url + "/api/v1/namespaces/default/configmaps/bench-enc"
+        post = orchd.url + "/api/v1/namespaces/bench-enc/configmaps"
+        pid = orchd.process.pid
+        results = {}
+        for round_number in range(args.rounds):
+            print(f"encoding {round_number + 1}/{args.rounds}", file=sys.stderr)
+            encodings = (("json", "application/json"), ("protobuf", PROTOBUF))
+            if round_number % 2:
+                # The store grows with every create run: alternate who goes first.
+                encodings = encodings[::-1]
+            for name, url, method in (("get", get, "GET"), ("create", post, "POST")):
+                for encoding, media in encodings:
+                    before = cpu_seconds(pid)
+                    run = hload(orchd, url, 16, args.secs, method,
+                                bodies[encoding] if method == "POST" else None, media=media)
+                    spent = cpu_seconds(pid) - before
+                    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
+                    results.setdefault(f"{name}-{encoding}", []).append(run)
+    finally:
+        orchd.stop()
+    report["encoding"] = {
+        key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
+        for key, runs in results.items()}
+
+
 def print_report(report):
     compared = [name for name in ("get", "create") if name in report["cases"]]
     if compared or "list" in report["cases"]:
@@ -515,6 +575,12 @@ def print_report(report):
               f"orchd RSS {w['rss_start_mb']:.0f} MB before, peak {w['rss_peak_mb']:.0f} MB, "
               f"end {w['rss_end_mb']:.0f} MB; "
               f"load CPU {w['load_cpu']:.2f} cores")
+    if "encoding" in report:
+        e = report["encoding"]
+        print("encoding (16 connections):" + "".join(
+            f" {key} {e[key]['rps']:.0f}/s {e[key]['cpu_us']:.0f} us CPU;"
+            for key in ("get-json", "get-protobuf", "create-json", "create-protobuf")
+            if key in e))
     if "pages" in report:
         p = report["pages"]
         print(f"pages: LIST of {report['page_objects']} objects, limit={report['page_limit']} "

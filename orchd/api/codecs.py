@@ -244,8 +244,14 @@ def encode(obj, media, pretty=False, stored=False):
     return dumps_json(obj, pretty)
 
 
-def _protobuf():
-    # Imported on first use: the message definitions take a moment to build.
-    from orchd.api.proto.envelope import codec
+_protobuf_codec = None
 
-    return codec()
+
+def _protobuf():
+    global _protobuf_codec
+    if _protobuf_codec is None:
+        # Imported on first use: the message definitions take a moment to build.
+        from orchd.api.proto.envelope import codec
+
+        _protobuf_codec = codec()
+    return _protobuf_codec

@@ -5,7 +5,7 @@ import os
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
-from orchd.api.proto import convert
+from orchd.api.proto import specials
 from orchd.api.proto.convert import Converter
 from orchd.api.proto.envelope import MAGIC, ProtobufCodec
 from orchd.api.proto.parser import ProtoSyntaxError, parse
@@ -203,7 +203,7 @@ class DurationTextTests(SynchronousTestCase):
         """Durations print as Go's time.Duration does."""
         for nanos, text in ((0, "0s"), (1, "1ns"), (1500, "1.5\u00b5s"), (2_000_000, "2ms"),
                             (61_000_000_000, "1m1s"), (3_600_000_000_000, "1h0m0s")):
-            self.assertEqual(convert._duration_text(nanos), text)
+            self.assertEqual(specials.duration_text(nanos), text)
         self.assertIsInstance(Converter, type)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
 from orchd.api.kinds import KINDS
-from orchd.api.proto import convert
+from orchd.api.proto import specials
 from orchd.api.proto.convert import BYTES, MESSAGE, SPECIAL, Converter
 from orchd.api.proto.envelope import codec
 from orchd.api.proto.schema import DEFS, schema
@@ -28,25 +28,25 @@ _JSON = st.recursive(
 
 
 def _special(name, depth):
-    if name in (convert._TIME, convert._MICRO_TIME):
+    if name in (specials.TIME, specials.MICRO_TIME):
         seconds = st.integers(1, 4_000_000_000)
-        if name == convert._TIME:
-            return seconds.map(lambda s: convert._second_text(s) + "Z")
+        if name == specials.TIME:
+            return seconds.map(lambda s: specials.second_text(s) + "Z")
         return st.tuples(seconds, st.integers(0, 999_999)).map(
-            lambda t: f"{convert._second_text(t[0])}.{t[1]:06d}Z")
-    if name == convert._DURATION:
-        return st.integers(-10**13, 10**13).map(convert._duration_text)
-    if name == convert._INT_OR_STRING:
+            lambda t: f"{specials.second_text(t[0])}.{t[1]:06d}Z")
+    if name == specials.DURATION:
+        return st.integers(-10**13, 10**13).map(specials.duration_text)
+    if name == specials.INT_OR_STRING:
         return st.integers(-2**31, 2**31 - 1) | _TEXT
-    if name == convert._QUANTITY:
+    if name == specials.QUANTITY:
         return st.sampled_from(["1", "500m", "2Gi", "0.5", "100Ki"])
-    if name == convert._EXTRA:
+    if name == specials.EXTRA:
         return st.lists(_TEXT, max_size=2)
-    if name == convert._OR_BOOL:
+    if name == specials.OR_BOOL:
         return st.booleans()
-    if name == convert._OR_STRINGS:
+    if name == specials.OR_STRINGS:
         return st.lists(_TEXT, min_size=1, max_size=2)
-    if name == convert._OR_ARRAY:
+    if name == specials.OR_ARRAY:
         return st.just({})
     return st.dictionaries(_TEXT, _JSON, min_size=1, max_size=2)  # raw JSON, field sets
 

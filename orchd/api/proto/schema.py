@@ -59,6 +59,7 @@ class Schema:
             self.inline.update(p.inline)
             self.json_names.update(p.json_names)
         self.files = [p.proto.name for p in parsed]
+        self._kinds = {}
 
     @functools.lru_cache(maxsize=None)
     def message_class(self, full_name):
@@ -71,6 +72,14 @@ class Schema:
 
     def kind_message(self, api_version, kind):
         """The message class of C{kind} in C{api_version}, or None."""
+        key = (api_version, kind)
+        try:
+            return self._kinds[key]
+        except KeyError:
+            cls = self._kinds[key] = self._find_kind(api_version, kind)
+            return cls
+
+    def _find_kind(self, api_version, kind):
         group, _, version = api_version.rpartition("/")
         cls = self.message_class(f"{package_of(group, version)}.{kind}")
         if cls is None and kind in _META_KINDS:
