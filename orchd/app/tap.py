@@ -8,6 +8,7 @@ on stderr and exit status 2, instead of twistd's habit of printing the whole
 help text for a usage error.
 """
 
+import gc
 import sys
 
 from twisted.python import usage
@@ -86,4 +87,9 @@ class Options(usage.Options):
 def makeService(options):
     """The service tree; wired in orchd.app.service."""
     config = getattr(options, "settings", None) or Config.load(options)
-    return make_service(config)
+    service = make_service(config)
+    # The modules, classes and tables loaded by now live as long as the
+    # process: keep them out of every full garbage collection, whose pause
+    # (a stall of every request) grows with what it has to scan.
+    gc.freeze()
+    return service

@@ -32,7 +32,7 @@ from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.controllers.events import WARNING, EventRecorder, LRUCache
 from orchd.controllers.informer import Informer
 from orchd.controllers.ownerrefs import (
-    _blocking, _deletion_starts_with, _finalizers, _group, _Node, _owner_references, _set_list,
+    _blocking, _finalizers, _group, _Node, _owner_references, _set_list,
 )
 from orchd.controllers.pacing import TurnPacer
 from orchd.registry.options import DeleteOptions
@@ -44,6 +44,15 @@ ATTEMPT_DELETE = "delete"
 ATTEMPT_ORPHAN = "orphan"
 
 _ABSENT_CACHE = 500
+
+
+def _uid(obj):
+    """
+    What the graph's informers keep of an object: its uid, to know it when
+    it is deleted. The graph's L{_Node}s hold the rest; whole objects would
+    give the process a copy of the store to scan in every full collection.
+    """
+    return obj["metadata"].get("uid")
 
 
 class _Replaced(Exception):
@@ -82,7 +91,8 @@ class GarbageCollector(Service):
             prefixes.add(prefix)
             self._informers.append(Informer(
                 catalog.store, prefix,
-                lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old)))
+                lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old),
+                keep=_uid))
         self._nodes = {}
         self._dependents = {}
         self._absent = LRUCache(_ABSENT_CACHE)
@@ -127,13 +137,14 @@ class GarbageCollector(Service):
 
     # -- the graph --------------------------------------------------------------
 
-    def _changed(self, provider, type, obj, old):
+    def _changed(self, provider, type, obj, old_uid):
+        if type == DELETED:
+            # A deletion found by listing again carries only what was kept.
+            self._removed(old_uid)
+            return
         meta = obj.get("metadata") or {}
         uid = meta.get("uid")
         if not uid:
-            return
-        if type == DELETED:
-            self._removed(uid)
             return
         node = self._nodes.get(uid)
         if node is None:
@@ -149,10 +160,14 @@ class GarbageCollector(Service):
         if owners != node.owners:
             self._owners_changed(node, owners)
         node.being_deleted = bool(meta.get("deletionTimestamp"))
-        node.deleting_dependents = node.being_deleted and FINALIZER_FOREGROUND in _finalizers(meta)
-        if _deletion_starts_with(old, meta, FINALIZER_ORPHAN):
+        deleting_with = tuple(_finalizers(meta)) if node.being_deleted else ()
+        node.deleting_dependents = FINALIZER_FOREGROUND in deleting_with
+        # Upstream's deletionStartsWithFinalizer, against the node's last state.
+        starts = {f for f in deleting_with if f not in node.deleting_with}
+        node.deleting_with = deleting_with
+        if FINALIZER_ORPHAN in starts:
             self._enqueue(ATTEMPT_ORPHAN, uid)
-        elif _deletion_starts_with(old, meta, FINALIZER_FOREGROUND):
+        elif FINALIZER_FOREGROUND in starts:
             for dependent in self._dependents.get(uid, ()):
                 self._enqueue(ATTEMPT_DELETE, dependent)
             self._enqueue(ATTEMPT_DELETE, uid)

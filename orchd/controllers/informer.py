@@ -27,37 +27,43 @@ class Informer:
     @param prefix: the key prefix of the resource (a L{KindInfo.key_prefix}).
     @param on_change: C{on_change(type, obj, old)} for every change; C{old}
         is the cached object before it (None for ADDED).
+    @param keep: C{keep(obj)}: what the cache holds of an object, by default
+        all of it. A handler that needs little of it keeps the process lean by
+        keeping only that: what is kept is what it gets as C{old}, and as
+        C{obj} too for deletions found by listing again.
     """
 
     log = Logger()
 
-    def __init__(self, store, prefix, on_change):
+    def __init__(self, store, prefix, on_change, keep=None):
         self._store = store
         self._prefix = prefix
         self._on_change = on_change
+        self._keep = keep or (lambda obj: obj)
         self._watch = None
         self._stopped = False
         self.cache = {}
+        self._revisions = {}
         self.revision = 0
 
     async def start(self):
         """List, then watch; fires once the cache holds the listed state."""
         page = await self._store.list(self._prefix)
-        fresh = {}
+        old_cache, self.cache = self.cache, {}
+        old_revisions, self._revisions = self._revisions, {}
+        self.revision = page.revision
         for kv in page.items:
             obj = orjson.loads(kv.value)
             obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
-            fresh[kv.key] = obj
-        old_cache, self.cache = self.cache, fresh
-        self.revision = page.revision
-        for key, obj in fresh.items():
-            before = old_cache.pop(key, None)
-            if before is None:
+            self.cache[kv.key] = self._keep(obj)
+            self._revisions[kv.key] = kv.mod_revision
+            if kv.key not in old_cache:
                 self._notify(ADDED, obj, None)
-            elif before["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-                self._notify(MODIFIED, obj, before)
-        for obj in old_cache.values():
-            self._notify(DELETED, obj, obj)
+            elif old_revisions[kv.key] != kv.mod_revision:
+                self._notify(MODIFIED, obj, old_cache[kv.key])
+        for key, kept in old_cache.items():
+            if key not in self.cache:
+                self._notify(DELETED, kept, kept)
         self._watch = await self._store.watch(
             self._prefix, page.revision, self._events, self._failed)
 
@@ -76,8 +82,10 @@ class Informer:
             before = self.cache.get(event.key)
             if event.type == DELETED:
                 self.cache.pop(event.key, None)
+                self._revisions.pop(event.key, None)
             else:
-                self.cache[event.key] = obj
+                self.cache[event.key] = self._keep(obj)
+                self._revisions[event.key] = event.revision
             self._notify(event.type, obj, before)
 
     def _notify(self, type, obj, old):

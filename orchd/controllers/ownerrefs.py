@@ -13,16 +13,18 @@ class _Node:
     """An observed object: where it lives, and the owner references it had."""
 
     __slots__ = ("uid", "provider", "namespace", "name", "owners", "being_deleted",
-                 "deleting_dependents")
+                 "deleting_dependents", "deleting_with")
 
     def __init__(self, uid, provider, namespace, name):
         self.uid = uid
         self.provider = provider
         self.namespace = namespace
         self.name = name
-        self.owners = []
+        self.owners = ()
         self.being_deleted = False
         self.deleting_dependents = False
+        #: The finalizers the object had when last seen being deleted.
+        self.deleting_with = ()
 
     def reference(self):
         """A minimal object naming this node, for events about it."""
@@ -42,11 +44,14 @@ def _group(api_version):
 
 
 def _owner_references(meta):
-    """The well-formed owner references of an object (those with a uid)."""
+    """
+    The well-formed owner references of an object (those with a uid), as a
+    tuple: most objects have none, and the empty tuple costs the graph nothing.
+    """
     refs = meta.get("ownerReferences")
     if not isinstance(refs, list):
-        return []
-    return [ref for ref in refs if isinstance(ref, dict) and ref.get("uid")]
+        return ()
+    return tuple(ref for ref in refs if isinstance(ref, dict) and ref.get("uid"))
 
 
 def _blocking(ref):
@@ -65,12 +70,3 @@ def _set_list(meta, field, values):
     else:
         meta.pop(field, None)
 
-
-def _deletion_starts_with(old, meta, finalizer):
-    """Upstream C{deletionStartsWithFinalizer}: being deleted with C{finalizer}, newly."""
-    if not meta.get("deletionTimestamp") or finalizer not in _finalizers(meta):
-        return False
-    if old is None:
-        return True
-    old_meta = old.get("metadata") or {}
-    return not old_meta.get("deletionTimestamp") or finalizer not in _finalizers(old_meta)

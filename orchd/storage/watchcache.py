@@ -72,6 +72,14 @@ class CachedEvent:
             self._prev = _decode(self.prev_value, self.revision)
         return self._prev
 
+    def forget_objects(self):
+        """
+        Drop the decoded objects once the change is fanned out: history keeps
+        bytes, which the garbage collector need not scan; the rare watcher
+        that replays history decodes again.
+        """
+        self._obj = self._prev = None
+
 
 def _decode(value, revision):
     obj = orjson.loads(value)
@@ -251,7 +259,10 @@ class WatchCache:
     async def start(self):
         """List the resource, then follow the store from that revision."""
         page = await self.store.list(self.prefix)
-        self.state = {kv.key: kv for kv in page.items}
+        # Plain tuples of bytes and ints, which the garbage collector stops
+        # tracking: the state of a large resource costs no collection time.
+        self.state = {kv.key: (kv.value, kv.create_revision, kv.mod_revision)
+                      for kv in page.items}
         self.revision = self.oldest = page.revision
         self.history.clear()
         self._subscription = await self.store.watch(
@@ -307,14 +318,14 @@ class WatchCache:
             if event.type == DELETED:
                 self.state.pop(event.key, None)
             else:
-                self.state[event.key] = KeyValue(event.key, event.value, event.create_revision,
-                                                 event.revision)
+                self.state[event.key] = (event.value, event.create_revision, event.revision)
             if len(self.history) == self.history.maxlen:
                 self.oldest = self.history[0].revision
             self.history.append(cached)
             self.revision = event.revision
             for watcher in list(self.watchers):
                 watcher.offer(cached)
+            cached.forget_objects()
 
     def _failed(self, error):
         """The store's watch ended: every client must list again."""
@@ -333,7 +344,8 @@ class WatchCache:
 
     def snapshot(self):
         """The current objects (KeyValues, key order) and the revision they are at."""
-        return [self.state[key] for key in sorted(self.state)], self.revision
+        state = self.state
+        return [KeyValue(key, *state[key]) for key in sorted(state)], self.revision
 
     def count(self, prefix, start):
         """How many current keys under C{prefix} sort at or after C{start}."""

@@ -1,0 +1,112 @@
+"""The informer: list, watch, relist after losing the watch, and what it keeps."""
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.trial.unittest import SynchronousTestCase
+
+from orchd.controllers.informer import Informer
+from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
+from orchd.storage.memory import MemoryStore
+
+PREFIX = "/registry/things/"
+
+
+def thing(name, colour):
+    return orjson.dumps({"metadata": {"name": name, "uid": f"uid-{name}"}, "colour": colour})
+
+
+def uid_only(obj):
+    meta = obj["metadata"]
+    return {"metadata": {"uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}}
+
+
+class InformerTests(SynchronousTestCase):
+    def setUp(self):
+        self.store = MemoryStore()
+        self.seen = []
+
+    def start(self, **kwargs):
+        informer = Informer(self.store, PREFIX, self.record, **kwargs)
+        self.successResultOf(Deferred.fromCoroutine(informer.start()))
+        self.addCleanup(informer.stop)
+        return informer
+
+    def record(self, type, obj, old):
+        self.seen.append((type, obj["metadata"]["uid"], obj.get("colour"),
+                          old and old.get("colour")))
+
+    def write(self, verb, name, colour=None):
+        key = PREFIX + name
+        if verb == "create":
+            return self.successResultOf(self.store.create(key, thing(name, colour)))
+        current = self.successResultOf(self.store.get(key))
+        if verb == "update":
+            return self.successResultOf(
+                self.store.update(key, thing(name, colour), current.mod_revision))
+        return self.successResultOf(self.store.delete(key))
+
+    def test_lists_then_follows(self):
+        """Listed objects arrive as ADDED; later changes as they happen, with the old object."""
+        self.write("create", "a", "red")
+        informer = self.start()
+        self.write("create", "b", "blue")
+        self.write("update", "a", "green")
+        self.write("delete", "b")
+        self.assertEqual(self.seen, [
+            (ADDED, "uid-a", "red", None),
+            (ADDED, "uid-b", "blue", None),
+            (MODIFIED, "uid-a", "green", "red"),
+            (DELETED, "uid-b", "blue", "blue"),
+        ])
+        [kept] = informer.objects()
+        self.assertEqual(kept["colour"], "green")
+        self.assertEqual(kept["metadata"]["resourceVersion"], str(informer.revision - 1))
+
+    def test_relist_reports_the_difference(self):
+        """After losing its watch the informer lists again and reports only what changed."""
+        for name in "abc":
+            self.write("create", name, "red")
+        informer = self.start()
+        informer._watch.stop()
+        informer._watch = None
+        self.write("update", "a", "green")
+        self.write("delete", "b")
+        self.write("create", "d", "blue")
+        del self.seen[:]
+        informer._failed(CompactedError(1, 2))
+        self.assertEqual(sorted(self.seen), [
+            (ADDED, "uid-d", "blue", None),
+            (DELETED, "uid-b", "red", "red"),
+            (MODIFIED, "uid-a", "green", "red"),
+        ])
+        self.write("update", "c", "blue")
+        self.assertEqual(self.seen[-1], (MODIFIED, "uid-c", "blue", "red"))
+
+    def test_keep_limits_the_cache(self):
+        """With C{keep}, handlers get whole objects but the cache holds only what is kept."""
+        self.write("create", "a", "red")
+        informer = self.start(keep=uid_only)
+        self.write("update", "a", "green")
+        self.assertEqual(self.seen[-1], (MODIFIED, "uid-a", "green", None))
+        informer._watch.stop()
+        informer._watch = None
+        self.write("delete", "a")
+        informer._failed(CompactedError(1, 2))
+        # A deletion found by listing again carries what was kept.
+        self.assertEqual(self.seen[-1], (DELETED, "uid-a", None, None))
+        self.assertEqual(informer.objects(), [])
+
+    def test_handler_failure_is_contained(self):
+        """A failing handler is logged; the informer goes on with the next change."""
+        informer = self.start()
+        calls = []
+
+        def failing(type, obj, old):
+            calls.append(type)
+            raise ValueError("handler bug")
+
+        informer._on_change = failing
+        self.write("create", "a", "red")
+        self.write("create", "b", "red")
+        self.assertEqual(calls, [ADDED, ADDED])
+        self.assertEqual(len(self.flushLoggedErrors(ValueError)), 2)
