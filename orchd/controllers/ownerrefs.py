@@ -69,4 +69,3 @@ def _set_list(meta, field, values):
         meta[field] = values
     else:
         meta.pop(field, None)
-
