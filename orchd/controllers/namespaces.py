@@ -68,7 +68,8 @@ class NamespaceController(Service):
             return
         remaining = 0
         for store in self._catalog.namespaced_stores():
-            listed = await store.delete_collection(self._catalog.system_context(name), ListOptions())
+            listed = await store.delete_collection(self._catalog.system_context(name),
+                                                   ListOptions())
             remaining += sum(1 for item in listed["items"]
                              if item["metadata"].get("deletionTimestamp"))
         if remaining:
