@@ -229,6 +229,13 @@ def _authorization_modes(value):
     return modes
 
 
+def _webhook_version(value):
+    text = _text(value)
+    if text not in ("v1", "v1beta1"):
+        raise ValueError(f"{text!r} is not v1 or v1beta1")
+    return text
+
+
 _CONTROLLER_NAME = re.compile(r"-?[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
@@ -304,6 +311,18 @@ class Config:
                             "the API server in --orchconfig.")
     authorization_mode = _setting(_authorization_modes, DEFAULT_AUTHORIZATION_MODE,
                                   "Ordered comma list of: " + ", ".join(AUTHORIZATION_MODES) + ".")
+    authorization_policy_file = _setting(_string, None, "ABAC policy: one JSON Policy object "
+                                         "per line (with --authorization-mode ABAC).")
+    authorization_webhook_config_file = _setting(_string, None, "Client configuration (the "
+                                                 "orchconfig format) of the remote authorizer "
+                                                 "(with --authorization-mode Webhook).")
+    authorization_webhook_version = _setting(_webhook_version, "v1beta1", "Version of the "
+                                             "SubjectAccessReview sent to the webhook: v1 or "
+                                             "v1beta1.")
+    authorization_webhook_cache_authorized_ttl = _setting(_interval, "5m0s", "How long the "
+                                                          "webhook's allow answers are reused.")
+    authorization_webhook_cache_unauthorized_ttl = _setting(_interval, "30s", "How long the "
+                                                            "webhook's other answers are reused.")
     enable_bootstrap_token_auth = _setting(parse_bool, "false",
                                            "Accept bootstrap tokens as bearer tokens.")
     client_ca_file = _setting(_string, None, "CA bundle for client certificates, instead of "
@@ -388,7 +407,11 @@ _PAIRS = (
     ("tls_cert_file", "tls_private_key_file"),
     ("orchlet_client_certificate", "orchlet_client_key"),
 )
-_INPUT_FILES = ("client_ca_file", "service_account_key_file", "service_account_private_key_file",
+#: Authorization modes that need a file, and the setting naming it.
+_MODE_FILES = (("ABAC", "authorization_policy_file"),
+               ("Webhook", "authorization_webhook_config_file"))
+_INPUT_FILES = ("authorization_policy_file", "authorization_webhook_config_file",
+                "client_ca_file", "service_account_key_file", "service_account_private_key_file",
                 "tls_cert_file", "tls_private_key_file", "orchlet_client_certificate",
                 "orchlet_client_key")
 
@@ -406,6 +429,12 @@ def _check_combinations(config):
     for first, second in _PAIRS:
         if (getattr(config, first) is None) != (getattr(config, second) is None):
             raise ConfigError(f"{_flag(first)} and {_flag(second)} must be given together")
+    for mode, attribute in _MODE_FILES:
+        given = getattr(config, attribute) is not None
+        if mode in config.authorization_mode and not given:
+            raise ConfigError(f"--authorization-mode={mode} needs {_flag(attribute)}")
+        if given and mode not in config.authorization_mode:
+            raise ConfigError(f"{_flag(attribute)} is only used with --authorization-mode={mode}")
     for attribute in _INPUT_FILES:
         path = getattr(config, attribute)
         if path is not None and not os.path.isfile(path):

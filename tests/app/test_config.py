@@ -180,8 +180,14 @@ class ValueTests(SynchronousTestCase):
         """The mode list keeps the order given."""
         self.assertEqual(parse("--authorization-mode=RBAC,Node").authorization_mode,
                          ("RBAC", "Node"))
-        self.assertEqual(parse("--authorization-mode=" + ",".join(AUTHORIZATION_MODES))
-                         .authorization_mode, AUTHORIZATION_MODES)
+        policy, webhook = self.mktemp(), self.mktemp()
+        for path in (policy, webhook):
+            with open(path, "w") as f:
+                f.write("\n")
+        config = parse("--authorization-mode=" + ",".join(AUTHORIZATION_MODES),
+                       "--authorization-policy-file", policy,
+                       "--authorization-webhook-config-file", webhook)
+        self.assertEqual(config.authorization_mode, AUTHORIZATION_MODES)
 
     def test_ipv6(self):
         """IPv6 bind addresses and service ranges are accepted."""
@@ -324,6 +330,17 @@ class ErrorTests(SynchronousTestCase):
         self.assertFails("--authorization-mode=RBAC,Magic", says="'Magic'")
         self.assertFails("--authorization-mode=RBAC,RBAC", says="more than once")
         self.assertFails("--authorization-mode=", says="--authorization-mode")
+
+    def test_authorization_mode_files(self):
+        """ABAC and Webhook need their file, and their files need the mode."""
+        self.assertFails("--authorization-mode=RBAC,ABAC", says="needs --authorization-policy-file")
+        self.assertFails("--authorization-mode=Webhook",
+                         says="needs --authorization-webhook-config-file")
+        policy = self.write("\n")
+        self.assertFails("--authorization-policy-file", policy, says="only used with")
+        self.assertFails("--authorization-mode=ABAC", "--authorization-policy-file=/nonexistent",
+                         says="no such file")
+        self.assertFails("--authorization-webhook-version=v2", says="'v2'")
 
     def test_runtime_config(self):
         """Unknown API names and non-boolean values are rejected."""
