@@ -6,14 +6,17 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from zope.interface import implementer
 
+from orchd.admission.rbacescalation import RBACEscalation
 from orchd.api.features import FeatureGates
 from orchd.api.versions import enabled_kinds
 from orchd.auth.authz.always import AlwaysAllow, PrivilegedGroups
-from orchd.auth.authz.public import AnonymousPublicInfo
+from orchd.auth.authz.rbac import RBACAuthorizer
 from orchd.auth.authz.union import UnionAuthorizer
 from orchd.auth.interfaces import IAuthenticator
+from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
+from orchd.registry.reviews import review_providers
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.health import Health
 from orchd.server.settings import ServerSettings
@@ -43,24 +46,39 @@ class APIHarness:
     """
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
-                 system_namespaces=True, feature_gates=""):
+                 system_namespaces=True, feature_gates="", rbac=False):
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
         self.store = store or MemoryStore()
-        self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock)
+        plugins = ()
+        if rbac:
+            # Policy from the store, decided by RBAC, with escalation checks.
+            self.policy = PolicyIndex(self.store)
+            self.policy.start()
+            authorizers = [PrivilegedGroups(), RBACAuthorizer(self.policy)]
+        elif authorizers is None:
+            authorizers = [PrivilegedGroups(), AlwaysAllow()]
+        self.authorizer = UnionAuthorizer(authorizers)
+        if rbac:
+            plugins = (RBACEscalation(self.policy, self.authorizer),)
+        self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
+                               virtual=review_providers(self.authorizer, self.clock),
+                               plugins=plugins)
         Deferred.fromCoroutine(self.catalog.start_caches())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
-        if authorizers is None:
-            authorizers = [PrivilegedGroups(), AnonymousPublicInfo(), AlwaysAllow()]
         self.resource = APIServer(
-            self.catalog, self.authenticator, UnionAuthorizer(authorizers), self.health,
+            self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
             settings=ServerSettings(features=FeatureGates.parse(feature_gates)))
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):
                 self.call("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+
+    def run(self, coroutine):
+        """The result of a coroutine that completes at once (memory store, no waits)."""
+        return _result(Deferred.fromCoroutine(coroutine))
 
     def as_user(self, user):
         self.authenticator.user = user

@@ -252,3 +252,11 @@ def group_versions(kinds=KINDS):
     for info in kinds:
         seen.setdefault((info.group, info.version), None)
     return list(seen)
+
+
+def key_prefix_of(group, resource, kinds=KINDS):
+    """The storage prefix of a resource (the same for each of its versions)."""
+    for info in kinds:
+        if info.group == group and info.resource == resource:
+            return info.key_prefix()
+    raise LookupError(f"{resource}.{group}" if group else resource)

@@ -27,9 +27,7 @@ from orchd.api.versions import resource_config
 
 #: Authorization modes, by their flag names; which are implemented is the caller's affair.
 AUTHORIZATION_MODES = ("Node", "RBAC", "ABAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
-#: AlwaysAllow until the Node and RBAC authorizers exist; CONTRACT.md's target
-#: default is "Node,RBAC" (change conf/orchd.yaml with it).
-DEFAULT_AUTHORIZATION_MODE = "AlwaysAllow"
+DEFAULT_AUTHORIZATION_MODE = "Node,RBAC"
 STORAGE_BACKENDS = ("leveldb", "etcd")
 
 _META = "orchd"

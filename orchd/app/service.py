@@ -18,15 +18,19 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
+from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.pki import PKI, PKIError
 from orchd.auth.authn.union import UnionAuthenticator
 from orchd.auth.authn.x509 import X509Authenticator
-from orchd.auth.authz.factory import UnavailableModeError, build_authorizer
+from orchd.admission.rbacescalation import RBACEscalation
+from orchd.auth.authz.factory import Authorization
+from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
 from orchd.client.orchconfig import OrchConfigError, server_url
 from orchd.controllers.manager import UnknownControllerError, build_controllers, selected_controllers
 from orchd.registry.catalog import Catalog
+from orchd.registry.reviews import review_providers
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
@@ -37,6 +41,8 @@ from orchd.storage.compactor import Compactor
 from orchd.storage.leveldb import LevelDBStore
 
 PROGRAM = "twistd orchd"
+#: Seconds between attempts to complete the bootstrap policy.
+POLICY_RETRY = 1.0
 
 
 def fail(message):
@@ -84,11 +90,9 @@ class ControlPlane(MultiService):
         self.reactor = reactor
         try:
             self.kinds = enabled_kinds(config.runtime_config)
-            self.authorizer = build_authorizer(config.authorization_mode)
             self.controller_names = selected_controllers(config.controllers)
             self.pki = PKI.ensure(config)
-        except (PKIError, OrchConfigError, UnavailableModeError, UnknownControllerError,
-                ValueError) as e:
+        except (PKIError, OrchConfigError, UnknownControllerError, ValueError) as e:
             raise fail(e) from None
         self.health = Health(reactor, config.livez_grace_period)
         self.store = None
@@ -101,16 +105,26 @@ class ControlPlane(MultiService):
     def privilegedStartService(self):
         config, reactor = self.config, self.reactor
         self.store = self._open_store()
-        self.catalog = Catalog(self.kinds, self.store, reactor)
+        try:
+            self.authorization = Authorization(config, self.store, reactor)
+        except ValueError as e:
+            self.store.close()
+            raise fail(e) from None
+        self.authorization.setServiceParent(self)
+        authorizer = self.authorization.authorizer
+        self.catalog = Catalog(
+            self.kinds, self.store, reactor, virtual=review_providers(authorizer, reactor),
+            plugins=(RBACEscalation(self.authorization.policy, authorizer),))
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")
         self._namespaces_hook = self.health.post_start_hook("start-system-namespaces-controller")
         self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
+        self._policy_hook = self.health.post_start_hook("rbac/bootstrap-roles")
         authenticator = UnionAuthenticator([X509Authenticator(reactor)],
                                            anonymous=config.anonymous_auth)
         resource = APIServer(
-            self.catalog, authenticator, self.authorizer, self.health,
+            self.catalog, authenticator, authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
             ServerSettings(config.min_request_timeout, config.feature_gates),
@@ -169,9 +183,26 @@ class ControlPlane(MultiService):
                 if e.code != 409:
                     raise
         self._namespaces_hook.finish()
+        policy = Deferred.fromCoroutine(self._ensure_policy())
         started = [c.started for c in self if getattr(c, "started", None) is not None]
         await DeferredList(started, consumeErrors=True)
         self._controllers_hook.finish()
+        await policy
+
+    async def _ensure_policy(self):
+        """
+        Create or repair the bootstrap RBAC policy; until it is complete,
+        /readyz reports the C{rbac/bootstrap-roles} hook as not done.
+        """
+        if self.catalog.resource(RBAC, "clusterroles") is None:
+            self._policy_hook.finish()      # the RBAC group is switched off
+            return
+        while not self.health.shutting_down:
+            report = await reconcile_bootstrap_policy(self.catalog)
+            if report.ok:
+                self._policy_hook.finish()
+                return
+            await deferLater(self.reactor, POLICY_RETRY, lambda: None)
 
     async def _stop(self):
         self.health.shutting_down = True

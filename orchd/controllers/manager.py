@@ -1,6 +1,7 @@
 # -*- test-case-name: tests.controllers.test_manager -*-
 """Which controllers run, from C{--controllers}: C{*}, names and C{-name}."""
 
+from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 
@@ -8,6 +9,7 @@ from orchd.controllers.namespaces import NamespaceController
 CONTROLLERS = {
     "namespace": (NamespaceController, True),
     "garbagecollector": (GarbageCollector, True),
+    "clusterrole-aggregation": (ClusterRoleAggregation, True),
 }
 
 

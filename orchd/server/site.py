@@ -2,7 +2,7 @@
 """
 The API server's twisted.web Site: every request's way through the server.
 
-request info -> authentication -> in-flight limit -> authorization -> route:
+request info -> authentication -> impersonation -> in-flight limit -> authorization -> route:
 health, discovery and OpenAPI for non-resource paths, the verb handler for
 resource requests. Errors from any step are written once, as a Status.
 """
@@ -19,6 +19,7 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS
 from orchd.server.errors import render_failure
 from orchd.server.filters.authorization import AuthorizationFilter
+from orchd.server.filters.impersonation import ImpersonationFilter
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.handlers import VERB_HANDLERS
 from orchd.server.handlers.scope import MAX_BODY, RequestScope
@@ -86,6 +87,7 @@ class APIServer(Resource):
         self.settings = settings or ServerSettings()
         self.catalog = catalog
         self.authenticator = authenticator
+        self.impersonation = ImpersonationFilter(authorizer)
         self.authorization = AuthorizationFilter(authorizer)
         self.health = health
         self.discovery = discovery
@@ -102,6 +104,7 @@ class APIServer(Resource):
         path = unquote(raw.decode("utf-8", "replace")) if b"%" in raw else raw.decode("latin-1")
         info = parse_request_info(request.method, path, request.args)
         user = await self.authenticator.authenticate(request)
+        user = await self.impersonation.apply(request, user)
         slot = self.limiter.acquire(info)
         try:
             await self.authorization.check(user, info)

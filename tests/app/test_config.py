@@ -117,7 +117,7 @@ class DefaultTests(SynchronousTestCase):
         self.assertEqual(config.etcd_servers, ())
         self.assertEqual(config.etcd_prefix, "/registry")
         self.assertEqual(config.service_cluster_ip_range, ipaddress.ip_network("10.96.0.0/12"))
-        self.assertEqual(config.authorization_mode, ("AlwaysAllow",))
+        self.assertEqual(config.authorization_mode, ("Node", "RBAC"))
         self.assertEqual(config.controllers, ("*",))
         self.assertEqual((config.livez_grace_period, config.shutdown_delay_duration), (0.0, 0.0))
         self.assertEqual(config.node_monitor_grace_period, 40.0)

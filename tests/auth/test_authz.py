@@ -1,18 +1,27 @@
 """Authorization: the union, the fixed first steps and the modes."""
 
 from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.auth.attributes import Attributes
 from orchd.auth.authz.always import AlwaysAllow, AlwaysDeny, PrivilegedGroups
-from orchd.auth.authz.factory import UnavailableModeError, build_authorizer
-from orchd.auth.authz.public import AnonymousPublicInfo
+from orchd.app.config import Config
+from orchd.auth.authz.factory import Authorization, build_modes
 from orchd.auth.authz.union import UnionAuthorizer
 from orchd.auth.interfaces import Decision, IAuthorizer
-from orchd.auth.user import ANONYMOUS_USER, MASTERS, UserInfo
+from orchd.auth.user import MASTERS, UserInfo
 from zope.interface.verify import verifyObject
 
+from orchd.storage.memory import MemoryStore
+
 ALICE = UserInfo("alice", ("devs",))
+
+
+def chain(*modes):
+    """The union for C{modes}, as the server builds it."""
+    config = Config(authorization_mode=modes)
+    return UnionAuthorizer([PrivilegedGroups()] + build_modes(config, None, Clock(), None))
 
 
 def decide(authorizer, attributes):
@@ -23,7 +32,7 @@ class UnionTests(SynchronousTestCase):
     def test_interfaces(self):
         """Every authorizer provides IAuthorizer."""
         for authorizer in (AlwaysAllow(), AlwaysDeny(), PrivilegedGroups(),
-                           AnonymousPublicInfo(), UnionAuthorizer([])):
+                           UnionAuthorizer([])):
             verifyObject(IAuthorizer, authorizer)
 
     def test_first_opinion_decides(self):
@@ -43,36 +52,34 @@ class UnionTests(SynchronousTestCase):
     def test_masters_always_allowed(self):
         """system:masters passes even AlwaysDeny."""
         admin = UserInfo("root", (MASTERS,))
-        union = build_authorizer(["AlwaysDeny"])
+        union = chain("AlwaysDeny")
         attrs = Attributes(admin, "delete", resource="namespaces", name="x")
         self.assertEqual(self.successResultOf(decide(union, attrs))[0], Decision.ALLOW)
 
-    def test_anonymous_public_paths(self):
-        """Anonymous may get health and version paths, and the cluster-info config map."""
-        union = build_authorizer(["AlwaysAllow"])
-        allowed = [
-            Attributes(ANONYMOUS_USER, "get", False, "/healthz"),
-            Attributes(ANONYMOUS_USER, "get", False, "/readyz/etcd"),
-            Attributes(ANONYMOUS_USER, "get", False, "/version"),
-            Attributes(ANONYMOUS_USER, "get", resource="configmaps", namespace="orch-public",
-                       name="cluster-info"),
-        ]
-        denied = [
-            Attributes(ANONYMOUS_USER, "post", False, "/healthz"),
-            Attributes(ANONYMOUS_USER, "get", False, "/apis"),
-            Attributes(ANONYMOUS_USER, "get", False, "/healthzx"),
-            Attributes(ANONYMOUS_USER, "list", resource="configmaps", namespace="orch-public"),
-            Attributes(ANONYMOUS_USER, "get", resource="secrets", namespace="orch-public",
-                       name="cluster-info"),
-        ]
-        for attrs in allowed:
-            self.assertEqual(self.successResultOf(decide(union, attrs))[0], Decision.ALLOW, attrs)
-        for attrs in denied:
-            self.assertEqual(self.successResultOf(decide(union, attrs))[0], Decision.DENY, attrs)
+    def test_modes_in_order(self):
+        """Every mode is built, in the order given, behind system:masters."""
+        policy = self.mktemp()
+        with open(policy, "w") as f:
+            f.write('{"user": "alice"}\n')
+        config = Config(authorization_mode=("Node", "RBAC", "ABAC", "AlwaysAllow"),
+                        authorization_policy_file=policy)
+        store = MemoryStore()
+        authorization = Authorization(config, store, Clock())
+        names = [type(a).__name__ for a in authorization.modes]
+        self.assertEqual(names, ["NodeAuthorizer", "RBACAuthorizer", "ABACAuthorizer",
+                                 "AlwaysAllow"])
+        authorization.startService()
+        self.successResultOf(authorization.started)
+        self.successResultOf(authorization.stopService())
 
-    def test_unavailable_mode(self):
-        """A mode not provided in this version is refused by name."""
-        self.assertRaises(UnavailableModeError, build_authorizer, ["RBAC"])
+    def test_bad_mode_file(self):
+        """A policy file that cannot be used is a ValueError naming it."""
+        policy = self.mktemp()
+        with open(policy, "w") as f:
+            f.write("not json\n")
+        config = Config(authorization_mode=("ABAC",), authorization_policy_file=policy)
+        error = self.assertRaises(ValueError, Authorization, config, MemoryStore(), Clock())
+        self.assertIn(policy, str(error))
 
     def test_denial_wording(self):
         """Denials read as upstream's for namespaced, cluster and non-resource requests."""

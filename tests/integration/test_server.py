@@ -65,9 +65,11 @@ class ServerTests(TestCase):
         """A certificate from the client CA authenticates as its CN and O."""
         cert, key = self.server.plane.pki.issue_client_certificate("carol", ["team"])
         carol = self.client_for(cert, key)
-        code, created = await self.server.call("POST", CM, {"metadata": {"name": "c"}},
-                                               client=carol)
-        self.assertEqual(code, 201)
+        code, review = await self.server.call(
+            "POST", "/apis/authentication.orch.io/v1/selfsubjectreviews", {}, client=carol)
+        self.assertEqual(code, 201, review)
+        self.assertEqual(review["status"]["userInfo"],
+                         {"username": "carol", "groups": ["team", "system:authenticated"]})
 
     async def test_foreign_ca_refused(self):
         """A certificate signed by another CA is refused at the handshake, never trusted."""

@@ -3,6 +3,8 @@
 import yaml
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.auth.authz.always import AlwaysDeny, PrivilegedGroups
+from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from tests.support import ALICE, APIHarness
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -462,10 +464,14 @@ class DeleteTests(SynchronousTestCase):
 
 class AuthorizationTests(SynchronousTestCase):
     def test_anonymous_reaches_only_public_paths(self):
-        """Anonymous users may read health and /version, nothing else."""
-        api = APIHarness().as_user(None)
+        """Under the bootstrap policy anonymous users may read health and /version only."""
+        api = APIHarness(rbac=True)
+        report = api.run(reconcile_bootstrap_policy(api.catalog))
+        self.assertTrue(report.ok, report)
+        api.as_user(None)
         self.assertEqual(api.call("GET", "/readyz")[0], 200)
-        self.assertEqual(api.call("GET", "/livez/ping")[0], 200)
+        self.assertEqual(api.call("GET", "/livez")[0], 200)
+        self.assertEqual(api.call("GET", "/livez/ping")[0], 403)
         self.assertEqual(api.call("GET", "/version")[0], 200)
         code, status, _ = api.call("GET", CM)
         self.assertEqual(code, 403)
@@ -479,9 +485,7 @@ class AuthorizationTests(SynchronousTestCase):
 
     def test_always_deny_spares_masters(self):
         """With AlwaysDeny only system:masters gets through."""
-        from orchd.auth.authz.factory import build_authorizer
-
-        api = APIHarness(authorizers=[build_authorizer(["AlwaysDeny"])])
+        api = APIHarness(authorizers=[PrivilegedGroups(), AlwaysDeny()])
         self.assertEqual(api.call("GET", CM)[0], 200)
         api.as_user(ALICE)
         code, status, _ = api.call("GET", CM + "/a")

@@ -11,6 +11,9 @@ from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
 from orchd.registry.kinds.event import EventStrategy, EventsV1EventStrategy
 from orchd.registry.kinds.namespace import NamespaceStrategy
+from orchd.registry.kinds.rbac import (
+    ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
+)
 from orchd.registry.strategy import DefaultStrategy
 
 _STRATEGIES = {
@@ -21,6 +24,10 @@ _STRATEGIES = {
     ("", "Event"): EventStrategy,
     ("events.orch.io", "Event"): EventsV1EventStrategy,
     ("certificates.orch.io", "CertificateSigningRequest"): CertificateSigningRequestStrategy,
+    ("rbac.authorization.orch.io", "Role"): RoleStrategy,
+    ("rbac.authorization.orch.io", "ClusterRole"): ClusterRoleStrategy,
+    ("rbac.authorization.orch.io", "RoleBinding"): RoleBindingStrategy,
+    ("rbac.authorization.orch.io", "ClusterRoleBinding"): ClusterRoleBindingStrategy,
 }
 
 #: Field selectors beyond metadata.name and metadata.namespace, as upstream has them.

@@ -1,0 +1,60 @@
+# -*- test-case-name: tests.auth.test_rbac -*-
+"""
+The RBAC mode: allowed when a role bound to the user has a matching rule.
+
+There are no deny rules: RBAC allows or has no opinion. Bindings whose
+role is missing, or whose subjects are malformed, are reported in the
+reason of a request they could not allow, as upstream does.
+"""
+
+from zope.interface import implementer
+
+from orchd.auth.interfaces import Decision, IAuthorizer
+from orchd.auth.rbac.index import missing_role
+
+
+@implementer(IAuthorizer)
+class RBACAuthorizer:
+    """
+    @param index: the L{orchd.auth.rbac.index.PolicyIndex} to decide from.
+    """
+
+    def __init__(self, index):
+        self.index = index
+
+    def authorize(self, attributes):
+        index = self.index
+        namespace = attributes.namespace if attributes.is_resource_request else ""
+        errors = []
+        for grant in index.grants_for(attributes.user, namespace):
+            role = index.role_of(grant)
+            if role is None:
+                errors.append(missing_role(grant))
+                continue
+            for rule in role.compiled:
+                if rule.allows(attributes):
+                    return Decision.ALLOW, "RBAC: allowed by " + grant.describe()
+        if errors:
+            return Decision.NO_OPINION, "RBAC: " + _aggregate(errors)
+        return Decision.NO_OPINION, ""
+
+    def rules_for(self, user, namespace):
+        rules, errors = self.index.rules_for(user, namespace)
+        resource_rules, non_resource_rules = [], []
+        for rule in rules:
+            if rule.get("nonResourceURLs"):
+                non_resource_rules.append({"verbs": list(rule.get("verbs") or []),
+                                           "nonResourceURLs": list(rule["nonResourceURLs"])})
+            else:
+                shaped = {"verbs": list(rule.get("verbs") or [])}
+                for field in ("apiGroups", "resources", "resourceNames"):
+                    if rule.get(field):
+                        shaped[field] = list(rule[field])
+                resource_rules.append(shaped)
+        # Rules that could not be resolved make the answer incomplete.
+        return resource_rules, non_resource_rules, bool(errors)
+
+
+def _aggregate(errors):
+    """Upstream's aggregate error text: one error as is, several in brackets."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
