@@ -46,11 +46,10 @@ class APIHarness:
     """
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
-                 system_namespaces=True, feature_gates="", rbac=False):
+                 system_namespaces=True, feature_gates="", rbac=False, plugins=()):
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
         self.store = store or MemoryStore()
-        plugins = ()
         if rbac:
             # Policy from the store, decided by RBAC, with escalation checks.
             self.policy = PolicyIndex(self.store)
@@ -60,7 +59,7 @@ class APIHarness:
             authorizers = [PrivilegedGroups(), AlwaysAllow()]
         self.authorizer = UnionAuthorizer(authorizers)
         if rbac:
-            plugins = (RBACEscalation(self.policy, self.authorizer),)
+            plugins = (RBACEscalation(self.policy, self.authorizer),) + tuple(plugins)
         self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
                                virtual=review_providers(self.authorizer, self.clock),
                                plugins=plugins)

@@ -8,14 +8,13 @@ binding needs the permissions of the role it names, or the C{bind} verb on
 that role. Members of C{system:masters} skip both checks.
 """
 
-import inspect
-
 from zope.interface import implementer
 
 from orchd.admission.interfaces import CREATE, UPDATE, IAdmissionPlugin
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.auth.attributes import Attributes
+from orchd.auth.authz.ask import ask
 from orchd.auth.interfaces import Decision
 from orchd.auth.rbac.rules import describe, rule, uncovered
 from orchd.auth.user import MASTERS
@@ -88,10 +87,7 @@ class RBACEscalation:
     async def _allowed(self, attributes, verb, resource, name):
         asked = Attributes(attributes.user, verb, api_group=RBAC, api_version="*",
                            resource=resource, namespace=attributes.namespace, name=name)
-        decision = self._authorizer.authorize(asked)
-        if inspect.isawaitable(decision):
-            decision = await decision
-        return decision[0] is Decision.ALLOW
+        return (await ask(self._authorizer, asked))[0] is Decision.ALLOW
 
     def _confirm(self, attributes, wanted):
         """Refuse with upstream's 403 when the user lacks some of C{wanted}."""

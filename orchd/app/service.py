@@ -23,6 +23,7 @@ from orchd.api.versions import enabled_kinds
 from orchd.app.pki import PKI, PKIError
 from orchd.auth.authn.union import UnionAuthenticator
 from orchd.auth.authn.x509 import X509Authenticator
+from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.rbacescalation import RBACEscalation
 from orchd.auth.authz.factory import Authorization
 from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
@@ -114,7 +115,7 @@ class ControlPlane(MultiService):
         authorizer = self.authorization.authorizer
         self.catalog = Catalog(
             self.kinds, self.store, reactor, virtual=review_providers(authorizer, reactor),
-            plugins=(RBACEscalation(self.authorization.policy, authorizer),))
+            plugins=(RBACEscalation(self.authorization.policy, authorizer), NodeRestriction()))
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")

@@ -24,6 +24,15 @@ class Decision(enum.Enum):
     NO_OPINION = "no-opinion"
 
 
+class AuthorizerError(Exception):
+    """
+    An authorizer could not decide (its remote service failed, say).
+
+    Later modes are still asked; when none allows, the request fails with
+    500 rather than 403, so that clients try again instead of giving up.
+    """
+
+
 class IAuthorizer(Interface):
     """Decides whether a user may do what a request asks."""
 
@@ -31,6 +40,7 @@ class IAuthorizer(Interface):
         """
         @param attributes: L{orchd.auth.attributes.Attributes}.
         @return: (awaitable) C{(Decision, reason)}; reason may be "".
+        @raise AuthorizerError: when it cannot decide.
         """
 
     def rules_for(user, namespace):

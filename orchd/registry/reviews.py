@@ -8,11 +8,10 @@ review who the caller is. Nothing is stored; a create answers 201 with
 the object and its status.
 """
 
-import inspect
-
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.kinds import AUTHENTICATION, AUTHORIZATION
 from orchd.auth.attributes import Attributes
+from orchd.auth.authz.ask import ask
 from orchd.auth.interfaces import Decision
 from orchd.auth.user import UserInfo
 
@@ -73,15 +72,14 @@ class AccessReview(_Review):
         else:
             attributes = Attributes(user, _text(non_resource, "verb"), is_resource_request=False,
                                     path=_text(non_resource, "path"))
-        decision = self.authorizer.authorize(attributes)
-        if inspect.isawaitable(decision):
-            decision = await decision
-        decision, reason = decision
+        decision, reason, error = await ask(self.authorizer, attributes)
         status = {"allowed": decision is Decision.ALLOW}
         if decision is Decision.DENY:
             status["denied"] = True
         if reason:
             status["reason"] = reason
+        if error:
+            status["evaluationError"] = error
         return status
 
     def _subject(self, spec, errors):

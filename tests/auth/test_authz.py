@@ -9,13 +9,21 @@ from orchd.auth.authz.always import AlwaysAllow, AlwaysDeny, PrivilegedGroups
 from orchd.app.config import Config
 from orchd.auth.authz.factory import Authorization, build_modes
 from orchd.auth.authz.union import UnionAuthorizer
-from orchd.auth.interfaces import Decision, IAuthorizer
+from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.auth.user import MASTERS, UserInfo
 from zope.interface.verify import verifyObject
 
 from orchd.storage.memory import MemoryStore
+from tests.support import ADMIN, APIHarness
 
 ALICE = UserInfo("alice", ("devs",))
+
+
+class Failing:
+    """An authorizer whose remote service is down."""
+
+    def authorize(self, attributes):
+        raise AuthorizerError("remote down")
 
 
 def chain(*modes):
@@ -48,6 +56,31 @@ class UnionTests(SynchronousTestCase):
         attrs = Attributes(ALICE, "get", resource="pods")
         self.assertEqual(self.successResultOf(decide(UnionAuthorizer([PrivilegedGroups()]),
                                                      attrs))[0], Decision.NO_OPINION)
+
+    def test_errors(self):
+        """A module that cannot decide passes on; with no decision at all the union raises."""
+        attrs = Attributes(ALICE, "get", resource="pods")
+        union = UnionAuthorizer([Failing(), AlwaysDeny()])
+        self.assertEqual(self.successResultOf(decide(union, attrs))[0], Decision.DENY)
+        error = self.failureResultOf(decide(UnionAuthorizer([Failing()]), attrs),
+                                     AuthorizerError).value
+        self.assertEqual(str(error), "remote down")
+
+    def test_error_is_500(self):
+        """Through the server an undecided error is a 500, not a 403; reviews report it."""
+        api = APIHarness(user=ALICE, authorizers=[PrivilegedGroups(), Failing()])
+        code, status, _ = api.call("GET", "/api/v1/namespaces/default/configmaps")
+        self.assertEqual((code, status["message"]), (500, "Internal error occurred: remote down"))
+        api = APIHarness(user=ALICE, authorizers=[PrivilegedGroups(), Failing(), AlwaysAllow()])
+        code, review, _ = api.call(
+            "POST", "/apis/authorization.orch.io/v1/subjectaccessreviews",
+            {"spec": {"user": "bob", "resourceAttributes": {"verb": "get"}}})
+        self.assertEqual(review["status"], {"allowed": True})
+        api = APIHarness(user=ADMIN, authorizers=[PrivilegedGroups(), Failing()])
+        code, review, _ = api.call(
+            "POST", "/apis/authorization.orch.io/v1/subjectaccessreviews",
+            {"spec": {"user": "bob", "resourceAttributes": {"verb": "get"}}})
+        self.assertEqual(review["status"], {"allowed": False, "evaluationError": "remote down"})
 
     def test_masters_always_allowed(self):
         """system:masters passes even AlwaysDeny."""

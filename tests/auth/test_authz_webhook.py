@@ -21,7 +21,7 @@ from orchd.auth.attributes import Attributes
 from orchd.auth.authz.webhook import (
     ExpiringCache, WebhookAuthorizer, parse_status, review_body, review_spec,
 )
-from orchd.auth.interfaces import Decision, IAuthorizer
+from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.auth.user import AUTHENTICATED, UserInfo
 from orchd.client.orchconfig import write_orchconfig
 
@@ -240,10 +240,9 @@ class CacheTests(WebhookTestCase):
 
 class FailureTests(WebhookTestCase):
     def assertFailed(self, result, text):
-        """The call had no opinion naming C{text}, was logged, and the next call asks again."""
-        decision, reason = self.successResultOf(result)
-        self.assertEqual(decision, Decision.NO_OPINION)
-        self.assertIn(text, reason)
+        """The call could not decide (naming C{text}), was logged, and the next call asks again."""
+        error = self.failureResultOf(result, AuthorizerError).value
+        self.assertIn(text, str(error))
         self.assertTrue(any(e["log_level"].name == "error" and text in e.get("error", "")
                             for e in self.events), self.events)
         before = len(self.client.requests)
@@ -295,14 +294,14 @@ class FailureTests(WebhookTestCase):
         self.assertEqual(self.events, [])
 
     def test_unexpected_client_error(self):
-        """Even an unexpected exception from the client is a failure, not an exception."""
+        """Even an unexpected exception from the client is an AuthorizerError, nothing else."""
         class Broken:
             def post(self, url, data=None, headers=None):
                 return fail(RuntimeError("boom"))
         authorizer = WebhookAuthorizer(Broken(), URL, self.clock)
         authorizer.log = Logger(observer=self.events.append)
-        decision, reason = self.successResultOf(self.ask(authorizer=authorizer))
-        self.assertEqual((decision, "boom" in reason), (Decision.NO_OPINION, True))
+        error = self.failureResultOf(self.ask(authorizer=authorizer), AuthorizerError).value
+        self.assertIn("boom", str(error))
 
 
 class ConfigTests(SynchronousTestCase):

@@ -8,7 +8,7 @@ import yaml
 from twisted.internet import utils
 from twisted.trial.unittest import SkipTest, TestCase
 
-from tests.integration.support import RunningControlPlane, kubectl
+from tests.integration.support import RunningControlPlane, kubectl, sleep
 
 KUBECTL = kubectl()
 
@@ -278,3 +278,45 @@ class KubectlTypedTests(KubectlMixin, TestCase):
         self.assertEqual(code, 200, approved)
         csr = await self.get_json("csr", "alice")
         self.assertEqual(csr["status"]["conditions"][0]["type"], "Approved")
+
+
+class KubectlAuthTests(KubectlMixin, TestCase):
+    """kubectl auth can-i, --list, whoami and --as against RBAC."""
+
+    async def can_i(self, *args):
+        """kubectl auth can-i: True for yes (exit 0), False for no (exit 1)."""
+        code, out, err = await self.kubectl("auth", "can-i", *args, ok=False)
+        self.assertIn(code, (0, 1), err)
+        self.assertEqual(out.strip(), "yes" if code == 0 else "no", (out, err))
+        return code == 0
+
+    async def test_can_i_follows_bindings(self):
+        """no, then a rolebinding to view, then yes; and the rules list names pods."""
+        self.assertTrue(await self.can_i("delete", "nodes"))
+        self.assertFalse(await self.can_i("list", "pods", "--as", "carol", "-n", "default"))
+        await self.kubectl("create", "rolebinding", "carol-view", "--clusterrole=view",
+                           "--user=carol", "-n", "default")
+        for _ in range(50):
+            if await self.can_i("list", "pods", "--as", "carol", "-n", "default"):
+                break
+            await sleep(0.1)
+        else:
+            self.fail("carol never got to list pods")
+        self.assertFalse(await self.can_i("list", "secrets", "--as", "carol", "-n", "default"))
+        self.assertFalse(await self.can_i("list", "pods", "--as", "carol", "-n", "orch-system"))
+        _, out, _ = await self.kubectl("auth", "can-i", "--list", "--as", "carol",
+                                       "-n", "default")
+        self.assertIn("pods ", out)
+        self.assertIn("selfsubjectaccessreviews.authorization.", out)
+
+    async def test_whoami(self):
+        """kubectl auth whoami shows the certificate's user and groups."""
+        _, out, _ = await self.kubectl("auth", "whoami", "-o", "json")
+        info = json.loads(out)["status"]["userInfo"]
+        self.assertEqual(info["username"], "orch-admin")
+        self.assertIn("system:masters", info["groups"])
+        _, out, _ = await self.kubectl("auth", "whoami", "-o", "json", "--as", "dave",
+                                       "--as-group", "devs")
+        info = json.loads(out)["status"]["userInfo"]
+        self.assertEqual((info["username"], info["groups"]),
+                         ("dave", ["devs", "system:authenticated"]))

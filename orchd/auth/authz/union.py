@@ -5,11 +5,10 @@ Authorization modes in order: the first to allow or deny decides.
 When no module has an opinion the request is denied by the caller (403).
 """
 
-import inspect
-
 from zope.interface import implementer
 
-from orchd.auth.interfaces import Decision, IAuthorizer
+from orchd.auth.authz.ask import ask
+from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 
 
 @implementer(IAuthorizer)
@@ -18,22 +17,28 @@ class UnionAuthorizer:
         self._authorizers = tuple(authorizers)
 
     async def authorize(self, attributes):
-        reasons = []
+        """
+        @raise AuthorizerError: no module decided and some could not: the
+            errors, joined.
+        """
+        reasons, errors = [], []
         for authorizer in self._authorizers:
-            result = authorizer.authorize(attributes)
-            if inspect.isawaitable(result):
-                result = await result
-            decision, reason = result
+            decision, reason, error = await ask(authorizer, attributes)
             if decision is not Decision.NO_OPINION:
                 return decision, reason
             if reason:
                 reasons.append(reason)
+            if error:
+                errors.append(error)
+        if errors:
+            raise AuthorizerError("; ".join(errors))
         return Decision.NO_OPINION, "; ".join(reasons)
 
     def rules_for(self, user, namespace):
         resource_rules, non_resource_rules, incomplete = [], [], False
         for authorizer in self._authorizers:
-            more_resource, more_non_resource, more_incomplete = authorizer.rules_for(user, namespace)
+            more_resource, more_non_resource, more_incomplete = authorizer.rules_for(user,
+                                                                                    namespace)
             resource_rules.extend(more_resource)
             non_resource_rules.extend(more_non_resource)
             incomplete = incomplete or more_incomplete

@@ -20,7 +20,7 @@ from twisted.logger import Logger
 from twisted.web.client import HTTPConnectionPool
 from zope.interface import implementer
 
-from orchd.auth.interfaces import Decision, IAuthorizer
+from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.client.orchconfig import OrchConfigError, load_orchconfig
 from orchd.client.tls import client_from_orchconfig
 
@@ -245,12 +245,12 @@ class WebhookAuthorizer:
             except CancelledError:
                 raise
             except Exception as error:
-                # The contract is a decision, never an exception: later modes
-                # may still decide, and the next request asks again.
+                # Later modes may still decide; the next request asks again.
                 description = describe_error(error)
                 self.log.error("Failed to make webhook authorizer request: {error}",
                                error=description)
-                return Decision.NO_OPINION, f"webhook authorizer request failed: {description}"
+                raise AuthorizerError(
+                    f"webhook authorizer request failed: {description}") from None
             if _cacheable(attributes):
                 ttl = self._authorized_ttl if status.allowed else self._unauthorized_ttl
                 self._cache.put(key, status, ttl)

@@ -5,7 +5,7 @@ from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.auth.attributes import Attributes
-from orchd.auth.interfaces import Decision
+from orchd.auth.interfaces import AuthorizerError, Decision
 
 
 class AuthorizationFilter:
@@ -18,7 +18,10 @@ class AuthorizationFilter:
 
     async def check(self, user, info):
         attributes = Attributes.from_request_info(user, info)
-        decision, reason = await self._authorizer.authorize(attributes)
+        try:
+            decision, reason = await self._authorizer.authorize(attributes)
+        except AuthorizerError as e:
+            raise StatusError.internal(str(e)) from None
         if decision is Decision.ALLOW:
             return attributes
         self.log.debug("Forbidden: {attributes} ({reason})", attributes=attributes, reason=reason)

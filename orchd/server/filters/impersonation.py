@@ -8,7 +8,6 @@ C{impersonate} against the authenticated user before the request goes on
 as the impersonated one.
 """
 
-import inspect
 import re
 from urllib.parse import unquote
 
@@ -17,6 +16,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.meta import dns1123_label_errors, dns1123_subdomain_errors
 from orchd.auth.attributes import Attributes
+from orchd.auth.authz.ask import ask
 from orchd.auth.interfaces import Decision
 from orchd.auth.user import ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, UserInfo
 
@@ -98,10 +98,8 @@ class ImpersonationFilter:
         attributes = Attributes(user, "impersonate", namespace=namespace, api_group=group,
                                 api_version="v1" if group else "", resource=resource,
                                 subresource=subresource, name=name)
-        result = self._authorizer.authorize(attributes)
-        if inspect.isawaitable(result):
-            result = await result
-        decision, reason = result
+        decision, reason, error = await ask(self._authorizer, attributes)
+        reason = reason or error
         if decision is Decision.ALLOW:
             return
         self.log.debug("Forbidden: {attributes} ({reason})", attributes=attributes, reason=reason)
