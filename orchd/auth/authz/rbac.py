@@ -33,7 +33,7 @@ class RBACAuthorizer:
                 continue
             for rule in role.compiled:
                 if rule.allows(attributes):
-                    return Decision.ALLOW, "RBAC: allowed by " + grant.describe()
+                    return Decision.ALLOW, grant.reason
         if errors:
             return Decision.NO_OPINION, "RBAC: " + _aggregate(errors)
         return Decision.NO_OPINION, ""

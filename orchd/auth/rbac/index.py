@@ -36,7 +36,7 @@ class Role:
 class Grant:
     """One subject of one binding: the role it gives, and how to describe it."""
 
-    __slots__ = ("binding", "namespace", "role_kind", "role_name", "subject")
+    __slots__ = ("binding", "namespace", "role_kind", "role_name", "subject", "reason")
 
     def __init__(self, binding, namespace, role_kind, role_name, subject):
         self.binding = binding
@@ -44,6 +44,8 @@ class Grant:
         self.role_kind = role_kind
         self.role_name = role_name
         self.subject = subject
+        #: The reason of the requests it allows, worded once.
+        self.reason = "RBAC: allowed by " + self.describe()
 
     def describe(self):
         """Upstream's wording of the grant, for the reason of an allow."""

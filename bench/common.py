@@ -1,0 +1,227 @@
+"""
+What the benchmark cases share: orchd and the floor as child processes,
+the load generator, setup writes, and summaries of runs.
+"""
+
+import base64
+import http.client
+import json
+import os
+import resource
+import shutil
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TWISTD = "from twisted.scripts.twistd import run; run()"
+BODY_KEYS = 10  # ten 180-byte values: a ~2 KB object
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pinned(core, argv):
+    if shutil.which("taskset") and (os.cpu_count() or 1) > 1:
+        return ["taskset", "-c", str(core), *argv]
+    return argv
+
+
+class Orchd:
+    """A ``twistd orchd`` child process and the files a client needs."""
+
+    def __init__(self, workdir, *flags):
+        self.data = os.path.join(workdir, "orchd-data")
+        self.port = free_port()
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.log = open(os.path.join(workdir, "orchd.log"), "wb")
+        self.process = subprocess.Popen(
+            pinned(0, [sys.executable, "-c", TWISTD, "--pidfile=", "-n", "orchd",
+                       "--data-dir", self.data, "--secure-port", str(self.port), *flags]),
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+        self.url = f"https://127.0.0.1:{self.port}"
+        self._wait_for_files()
+        self.cert, self.key, self.ca = self._credentials(workdir)
+        context = ssl.create_default_context(cafile=self.ca)
+        context.load_cert_chain(self.cert, self.key)
+        self.context = context
+        self._wait_ready()
+
+    def _wait_for_files(self):
+        deadline = time.time() + 60
+        while not os.path.exists(os.path.join(self.data, "admin.orchconfig")):
+            if self.process.poll() is not None or time.time() > deadline:
+                raise SystemExit("orchd did not start; see orchd.log")
+            time.sleep(0.1)
+
+    def _credentials(self, workdir):
+        with open(os.path.join(self.data, "admin.orchconfig")) as f:
+            config = yaml.safe_load(f)
+        user = config["users"][0]["user"]
+        cluster = config["clusters"][0]["cluster"]
+        paths = []
+        for name, data in (("admin.crt", user["client-certificate-data"]),
+                           ("admin.key", user["client-key-data"]),
+                           ("ca.crt", cluster["certificate-authority-data"])):
+            path = os.path.join(workdir, name)
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(data))
+            paths.append(path)
+        return paths
+
+    def request(self, method, path, body=None, connection=None):
+        conn = connection or http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self.context, timeout=60)
+        headers = {"content-type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                     headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        if connection is None:
+            conn.close()
+        return response.status, data
+
+    def _wait_ready(self):
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if self.request("GET", "/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit("orchd never became ready; see orchd.log")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(30)
+        self.log.close()
+
+
+class Floor:
+    """floor_server.py over the same serving certificate, with a one-key LevelDB."""
+
+    def __init__(self, workdir, orchd, body):
+        import plyvel
+
+        db_path = os.path.join(workdir, "floor-db")
+        db = plyvel.DB(db_path, create_if_missing=True)
+        db.put(b"k", body)
+        db.close()
+        self.port = free_port()
+        pki = os.path.join(orchd.data, "pki")
+        self.process = subprocess.Popen(
+            pinned(0, [sys.executable, os.path.join(HERE, "floor_server.py"),
+                       "--port", str(self.port), "--cert", os.path.join(pki, "apiserver.crt"),
+                       "--key", os.path.join(pki, "apiserver.key"), "--db", db_path]),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.process.stdout.readline()
+        self.url = f"https://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def hload(orchd, url, conns, secs, method="GET", body=None, gen_name=False, media=None,
+          identity=None):
+    """
+    One hload.js run; C{identity} is a C{(cert path, key path)} pair, by
+    default orchd's admin.
+    """
+    cert, key = identity or (orchd.cert, orchd.key)
+    argv = ["node", os.path.join(HERE, "hload.js"), "--url", url, "--conns", str(conns),
+            "--secs", str(secs), "--cert", cert, "--key", key, "--method", method]
+    if body:
+        argv += ["--body", body]
+    if gen_name:
+        argv.append("--gen-name")
+    if media:
+        argv += ["--accept", media, "--ctype", media]
+    out = subprocess.run(pinned(1, argv), capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def make_body(workdir):
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench"},
+           "data": {f"key{i}": "v" * 180 for i in range(BODY_KEYS)}}
+    path = os.path.join(workdir, "body.json")
+    with open(path, "w") as f:
+        json.dump(obj, f)
+    return obj, path
+
+
+def fill(orchd, namespace, count, template, threads=8):
+    """Create ``count`` config maps in ``namespace`` (setup, not measured)."""
+    orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    post_all(orchd, ((path, dict(template, metadata={"name": f"cm-{i:06d}"}))
+                     for i in range(count)), threads)
+
+
+def post_all(orchd, writes, threads=8):
+    """POST every ``(path, body)`` of ``writes`` on ``threads`` connections; each must be 201."""
+    writes = list(writes)
+
+    def worker(start):
+        conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
+        for path, body in writes[start::threads]:
+            status, data = orchd.request("POST", path, body, conn)
+            if status != 201:
+                raise SystemExit(f"setup create failed: {status} {data[:200]!r}")
+        conn.close()
+
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def raise_file_limit(needed):
+    """Raise this process's open-file limit (inherited by orchd and the load) to ``needed``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise SystemExit(f"open-file limit {hard} is below the {needed} the watch case needs")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def rss_mb(pid):
+    """Resident set size of ``pid`` in MB (VmRSS of /proc/<pid>/status), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
+def summarize(runs):
+    return {
+        "rps": statistics.median(r["rps"] for r in runs),
+        "p50_ms": statistics.median(r["p50_ms"] for r in runs),
+        "p99_ms": statistics.median(r["p99_ms"] for r in runs),
+        "errors": sum(r["errors"] for r in runs),
+        "non_2xx": sum(n for r in runs for code, n in r["codes"].items() if code[0] != "2"),
+    }
+
+
+def cpu_seconds(pid):
+    """User plus system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
