@@ -172,3 +172,30 @@ class RBACTests(SynchronousTestCase):
         self.assertEqual(non_resource, [{"verbs": ["get"], "nonResourceURLs": ["/x"]}])
         self.assertTrue(incomplete)
         self.assertEqual(len(self.authorizer.rules_for(ALICE, "b")[0]), 1)
+
+    def test_remembered_answers_follow_the_policy(self):
+        """A repeated request is answered anew once a role or binding changes."""
+        attributes = res(ALICE, "get", "pods", "a", name="p")
+        self.assertEqual(self.decide(attributes)[0], Decision.NO_OPINION)
+        self.cluster_role("reader", rule(["list"], [""], ["pods"]))
+        self.cluster_binding("b", "reader", user_subject("alice"))
+        self.assertEqual(self.decide(attributes)[0], Decision.NO_OPINION)
+        self.cluster_role("reader", rule(["get"], [""], ["pods"]))
+        self.assertEqual(self.decide(attributes)[0], Decision.ALLOW)
+        self.assertEqual(self.decide(res(ALICE, "get", "pods", "a", name="q"))[0], Decision.ALLOW)
+        self.assertEqual(self.decide(res(BOB, "get", "pods", "a", name="p"))[0],
+                         Decision.NO_OPINION)
+        self.remove("clusterrolebindings", "b")
+        self.assertEqual(self.decide(attributes)[0], Decision.NO_OPINION)
+
+    def test_remembers_a_bounded_number(self):
+        """The answers kept never exceed the bound; forgetting changes no answer."""
+        authorizer = RBACAuthorizer(self.index, remembered=2)
+        self.cluster_role("reader", rule(["get"], [""], ["pods"]))
+        self.cluster_binding("b", "reader", user_subject("alice"))
+        for name in "pqrst":
+            self.assertEqual(authorizer.authorize(res(ALICE, "get", "pods", "a", name=name))[0],
+                             Decision.ALLOW)
+            self.assertLessEqual(len(authorizer._answers), 2)
+        self.assertEqual(RBACAuthorizer(self.index, remembered=0).authorize(
+            res(ALICE, "get", "pods", "a"))[0], Decision.ALLOW)

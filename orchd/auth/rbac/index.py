@@ -92,6 +92,9 @@ class PolicyIndex:
         self.namespace_grants = {}      # (namespace, subject key) -> {binding name: Grant}
         self.binding_errors = {}        # (namespace, binding name) -> [error text]
         self._bound = {}                # (namespace, binding name) -> [index keys]
+        #: Counts changes, so that answers derived from the index know when
+        #: they are stale.
+        self.generation = 0
         changed = {"roles": self._role_changed, "clusterroles": self._role_changed,
                    "rolebindings": self._binding_changed,
                    "clusterrolebindings": self._binding_changed}
@@ -113,6 +116,7 @@ class PolicyIndex:
     # -- following the store ------------------------------------------------------
 
     def _role_changed(self, type, obj, old):
+        self.generation += 1
         namespace, name = old if type == DELETED and old else _identity(obj)
         table, key = (self.roles, (namespace, name)) if namespace else (self.cluster_roles, name)
         if type == DELETED:
@@ -121,6 +125,7 @@ class PolicyIndex:
             table[key] = Role(obj.get("rules"))
 
     def _binding_changed(self, type, obj, old):
+        self.generation += 1
         namespace, name = old if type == DELETED and old else _identity(obj)
         self._unbind(namespace, name)
         if type != DELETED:
