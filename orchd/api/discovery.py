@@ -15,7 +15,7 @@ import platform
 import re
 
 from orchd.api.codecs import parse_accept
-from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS
+from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS, subresource_kind
 
 #: [COMPAT] The media type of aggregated discovery; clients match it literally.
 AGGREGATED_DISCOVERY_GROUP = "apidiscovery.k8s.io"
@@ -200,13 +200,17 @@ def _resource_entry(info):
 
 def _subresource_entries(info):
     for sub in sorted(info.subresources):
-        yield {
+        entry = {
             "name": f"{info.resource}/{sub}",
             "singularName": "",
             "namespaced": info.namespaced,
             "kind": info.kind,
             "verbs": sorted(SUBRESOURCE_VERBS[sub]),
         }
+        own = subresource_kind(info, sub)
+        if own is not info:
+            entry.update(group=own.group, version=own.version, kind=own.kind)
+        yield entry
 
 
 def api_resource_list(kinds, group, version):
@@ -249,7 +253,7 @@ def _discovery_resource(info):
         resource["categories"] = list(info.categories)
     if info.subresources:
         resource["subresources"] = [
-            {"subresource": sub, "responseKind": _gvk(info),
+            {"subresource": sub, "responseKind": _gvk(subresource_kind(info, sub)),
              "verbs": sorted(SUBRESOURCE_VERBS[sub])}
             for sub in sorted(info.subresources)
         ]

@@ -17,6 +17,7 @@ SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
     "finalize": ("update",),
     "approval": ("get", "patch", "update"),
+    "token": ("create",),
 }
 
 # Name rules, as the upstream validators name them.
@@ -105,6 +106,20 @@ class KindInfo:
         return f"<KindInfo {self.group_version} {self.resource}>"
 
 
+def subresource_kind(info, subresource):
+    """
+    The kind a subresource sends and answers: its parent's, except for the
+    subresources that take an object of their own (C{serviceaccounts/token}
+    takes a TokenRequest).
+    """
+    own = _SUBRESOURCE_KINDS.get((info.group, info.resource, subresource))
+    if own is None:
+        return info
+    group, version, kind = own
+    return KindInfo(group, version, f"{info.resource}/{subresource}", kind, info.namespaced,
+                    verbs=SUBRESOURCE_VERBS[subresource], stored=False)
+
+
 def _ns(group, version, resource, kind, **kw):
     return KindInfo(group, version, resource, kind, True, **kw)
 
@@ -134,6 +149,11 @@ RBAC = "rbac.authorization.orch.io"
 SCHEDULING = "scheduling.orch.io"
 STORAGE = "storage.orch.io"
 
+#: (group, resource, subresource) -> (group, version, kind) of the objects it takes.
+_SUBRESOURCE_KINDS = {
+    ("", "serviceaccounts", "token"): ("authentication.orch.io", "v1", "TokenRequest"),
+}
+
 _ALL = ("all",)
 _STATUS = ("status",)
 
@@ -155,7 +175,8 @@ KINDS = (
     _ns(CORE, "v1", "resourcequotas", "ResourceQuota", short_names=("quota",),
         subresources=_STATUS),
     _ns(CORE, "v1", "secrets", "Secret"),
-    _ns(CORE, "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _ns(CORE, "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
+        subresources=("token",)),
     _ns(CORE, "v1", "services", "Service", short_names=("svc",), subresources=_STATUS,
         categories=_ALL, name_rule=DNS1035),
     _cluster(CORE, "v1", "componentstatuses", "ComponentStatus", short_names=("cs",),

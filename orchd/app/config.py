@@ -336,6 +336,11 @@ class Config:
     service_account_private_key_file = _setting(_string, None, "PEM private key that signs "
                                                 "service-account tokens, instead of the "
                                                 "generated one.")
+    service_account_issuer = _setting(_string, "https://orch.default.svc.cluster.local",
+                                      "Issuer (iss) of the service-account tokens this server "
+                                      "signs and accepts.")
+    api_audiences = _setting(_items, "", "Audiences bound service-account tokens must name "
+                             "to be accepted; empty means the issuer.")
     tls_cert_file = _setting(_string, None, "Serving certificate (PEM, chain allowed), instead of "
                              "the generated one.")
     tls_private_key_file = _setting(_string, None, "Private key of --tls-cert-file.")
@@ -371,6 +376,11 @@ class Config:
 
     def __attrs_post_init__(self):
         _check_combinations(self)
+
+    @property
+    def audiences(self):
+        """The API audiences: C{--api-audiences}, else the issuer alone."""
+        return self.api_audiences or (self.service_account_issuer,)
 
     @property
     def node_name(self):

@@ -21,6 +21,7 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.pki import PKI, PKIError
+from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
 from orchd.auth.authn.union import UnionAuthenticator
 from orchd.auth.authn.x509 import X509Authenticator
 from orchd.admission.noderestriction import NodeRestriction
@@ -29,7 +30,9 @@ from orchd.auth.authz.factory import Authorization
 from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
 from orchd.client.orchconfig import OrchConfigError, server_url
-from orchd.controllers.manager import UnknownControllerError, build_controllers, selected_controllers
+from orchd.controllers.manager import (
+    ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
+)
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
 from orchd.server.discovery import DiscoveryRoutes
@@ -122,8 +125,11 @@ class ControlPlane(MultiService):
         self._namespaces_hook = self.health.post_start_hook("start-system-namespaces-controller")
         self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
         self._policy_hook = self.health.post_start_hook("rbac/bootstrap-roles")
-        authenticator = UnionAuthenticator([X509Authenticator(reactor)],
-                                           anonymous=config.anonymous_auth)
+        #: Bearer-token authenticators, in order; TokenReview asks the same ones.
+        self.tokens = TokenAuthenticators([], config.audiences)
+        authenticator = UnionAuthenticator(
+            [X509Authenticator(reactor), BearerAuthenticator(self.tokens)],
+            anonymous=config.anonymous_auth)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
@@ -132,7 +138,8 @@ class ControlPlane(MultiService):
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
-        for controller in build_controllers(self.controller_names, self.catalog, reactor):
+        env = ControllerEnvironment(self.catalog, reactor, self.pki, config)
+        for controller in build_controllers(self.controller_names, env):
             controller.setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)

@@ -18,6 +18,28 @@ class IAuthenticator(Interface):
         """
 
 
+class InvalidToken(Exception):
+    """
+    A bearer token its authenticator recognises but refuses (expired, bad
+    signature, revoked); the text says why, for TokenReview's C{error}.
+    """
+
+
+class ITokenAuthenticator(Interface):
+    """Turns one kind of bearer token into a user."""
+
+    def authenticate_token(token, audiences):
+        """
+        @param token: the bearer token, as sent.
+        @param audiences: the audiences the caller accepts (the server's API
+            audiences, or those a TokenReview names); tokens that carry
+            audiences must name one of them.
+        @return: (awaitable) the L{orchd.auth.user.UserInfo}, or None when
+            the token is not of this kind.
+        @raise InvalidToken: for a token of this kind that is not valid.
+        """
+
+
 class Decision(enum.Enum):
     ALLOW = "allow"
     DENY = "deny"

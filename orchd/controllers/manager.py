@@ -5,11 +5,34 @@ from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 
-#: Controller name -> (factory(catalog, clock), on by default).
+
+class ControllerEnvironment:
+    """
+    What controllers are built from.
+
+    @ivar catalog: the L{orchd.registry.catalog.Catalog} they read and write through.
+    @ivar clock: an C{IReactorTime}.
+    @ivar pki: the L{orchd.app.pki.PKI} (cluster CA, service-account keys).
+    @ivar config: the L{orchd.app.config.Config}.
+    """
+
+    def __init__(self, catalog, clock, pki=None, config=None):
+        self.catalog = catalog
+        self.clock = clock
+        self.pki = pki
+        self.config = config
+
+
+def _plain(factory):
+    """A factory of a controller that needs only the catalog and the clock."""
+    return lambda env: factory(env.catalog, env.clock)
+
+
+#: Controller name -> (factory(ControllerEnvironment), on by default).
 CONTROLLERS = {
-    "namespace": (NamespaceController, True),
-    "garbagecollector": (GarbageCollector, True),
-    "clusterrole-aggregation": (ClusterRoleAggregation, True),
+    "namespace": (_plain(NamespaceController), True),
+    "garbagecollector": (_plain(GarbageCollector), True),
+    "clusterrole-aggregation": (_plain(ClusterRoleAggregation), True),
 }
 
 
@@ -38,6 +61,6 @@ def selected_controllers(names, known=CONTROLLERS):
     return selected
 
 
-def build_controllers(names, catalog, clock, known=CONTROLLERS):
-    """One service per selected controller."""
-    return [known[name][0](catalog, clock) for name in selected_controllers(names, known)]
+def build_controllers(names, env, known=CONTROLLERS):
+    """One service per selected controller, built from C{env} (a L{ControllerEnvironment})."""
+    return [known[name][0](env) for name in selected_controllers(names, known)]

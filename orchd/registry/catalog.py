@@ -6,6 +6,8 @@ Built once at start from the kinds that C{--runtime-config} enables; the
 server looks resources up here by group, version and plural name.
 """
 
+from zope.interface import Attribute, Interface
+
 from orchd.admission.chain import AdmissionChain
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
 from orchd.api.fieldmanager import FieldManager
@@ -17,6 +19,23 @@ from orchd.registry.kinds import strategy_for
 from orchd.storage.watchcache import WatchCache
 
 
+class IConnector(Interface):
+    """A subresource that takes an object of its own kind (e.g. a TokenRequest)."""
+
+    info = Attribute("The KindInfo of the objects it takes and answers "
+                     "(orchd.api.kinds.subresource_kind).")
+    clock = Attribute("An IReactorTime.")
+
+    def connect(ctx, name, obj):
+        """
+        @param ctx: the L{RequestContext} (its namespace is the parent's).
+        @param name: the parent object's name.
+        @param obj: the decoded body, its kind checked.
+        @return: (awaitable) the object to answer 201 with.
+        @raise orchd.api.errors.StatusError: as any write.
+        """
+
+
 class Catalog:
     """
     @param kinds: the enabled L{orchd.api.kinds.KindInfo}s.
@@ -24,9 +43,12 @@ class Catalog:
     @param virtual: C{{(group, resource): factory(info)}} for kinds answered
         without storage (reviews); kinds with neither are left out.
     @param plugins: admission plugins run after namespace lifecycle.
+    @param connectors: C{{(group, resource, subresource): factory(catalog)}}
+        for subresources that take an object of their own kind rather than
+        the parent's (C{serviceaccounts/token}); see L{IConnector}.
     """
 
-    def __init__(self, kinds, store, clock, virtual=None, plugins=()):
+    def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None):
         self.kinds = tuple(kinds)
         self.store = store
         self.clock = clock
@@ -50,6 +72,8 @@ class Catalog:
                 continue
             self._resources[(info.group, info.version, info.resource)] = (info, provider)
             self._preferred.setdefault((info.group, info.resource), provider)
+        self._connectors = {key: factory(self) for key, factory in (connectors or {}).items()
+                            if self.resource(key[0], key[1]) is not None}
 
     async def start_caches(self):
         """Fill every watch cache and start following the store."""
@@ -68,6 +92,10 @@ class Catalog:
     def lookup(self, group, version, resource):
         """@return: C{(KindInfo, provider)} or None."""
         return self._resources.get((group, version, resource))
+
+    def connector(self, group, resource, subresource):
+        """The L{IConnector} serving a subresource, or None."""
+        return self._connectors.get((group, resource, subresource))
 
     def resource(self, group, resource):
         """The provider of a resource in its preferred (first enabled) version."""

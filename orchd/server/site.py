@@ -16,7 +16,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from orchd.api.errors import StatusError
-from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
 from orchd.server.errors import render_failure
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.impersonation import ImpersonationFilter
@@ -129,6 +129,11 @@ class APIServer(Resource):
             if info.subresource not in kind.subresources:
                 raise StatusError(404, "NotFound", _NOT_FOUND)
             allowed = SUBRESOURCE_VERBS.get(info.subresource, ())
+            connector = self.catalog.connector(kind.group, kind.resource, info.subresource)
+            if connector is not None:
+                kind, provider = connector.info, connector
+            elif subresource_kind(kind, info.subresource) is not kind:
+                raise StatusError(404, "NotFound", _NOT_FOUND)
         else:
             allowed = kind.verbs
         handler = VERB_HANDLERS.get(info.verb)

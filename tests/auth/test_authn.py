@@ -6,7 +6,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
 from orchd.app.certs import create_ca, issue_certificate
+from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
 from orchd.auth.authn.union import UnionAuthenticator
+from orchd.auth.interfaces import InvalidToken
 from orchd.auth.authn.x509 import X509Authenticator, certificate_identity
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, UserInfo
 
@@ -110,3 +112,58 @@ class X509Tests(SynchronousTestCase):
         clock.advance(4_000_000_000)
         request = FakeRequest(self.issue("bob", [], days=1))
         self.assertRaises(StatusError, X509Authenticator(clock).authenticate, request)
+
+
+class Tokens:
+    """A token authenticator that knows one token, and refuses C{bad}."""
+
+    def __init__(self, token, user):
+        self.token, self.user = token, user
+
+    def authenticate_token(self, token, audiences):
+        if token == "bad":
+            raise InvalidToken("token has expired")
+        return self.user if token == self.token else None
+
+
+class BearerTests(SynchronousTestCase):
+    def setUp(self):
+        self.bob = UserInfo("bob")
+        self.tokens = TokenAuthenticators([Tokens("t1", None), Tokens("t2", self.bob)],
+                                          ("https://issuer",))
+        self.bearer = BearerAuthenticator(self.tokens)
+
+    def authenticate(self, header):
+        from twisted.internet.defer import Deferred
+        from twisted.web.test.requesthelper import DummyRequest
+
+        request = DummyRequest([b""])
+        if header is not None:
+            request.requestHeaders.addRawHeader(b"authorization", header)
+        return Deferred.fromCoroutine(self.bearer.authenticate(request))
+
+    def test_no_header_is_not_mine(self):
+        """Without a bearer header the request is left to other authenticators."""
+        self.assertIsNone(self.successResultOf(self.authenticate(None)))
+        self.assertIsNone(self.successResultOf(self.authenticate(b"Basic Ym9iOng=")))
+
+    def test_scheme_any_case(self):
+        """The scheme is matched whatever its case; the first authenticator knowing the token wins."""
+        self.assertEqual(self.successResultOf(self.authenticate(b"bearer t2")), self.bob)
+        self.assertEqual(self.successResultOf(self.authenticate(b"BEARER  t2 ")), self.bob)
+
+    def test_empty_unknown_refused_tokens_are_401(self):
+        """An empty token, one nobody knows and one refused are all 401."""
+        for header in (b"Bearer", b"Bearer ", b"Bearer nobody", b"Bearer bad"):
+            failure = self.failureResultOf(self.authenticate(header), StatusError)
+            self.assertEqual(failure.value.code, 401, header)
+
+    def test_review(self):
+        """A review says who, for which audiences, or why not."""
+        from twisted.internet.defer import Deferred
+
+        review = lambda *a: self.successResultOf(Deferred.fromCoroutine(self.tokens.review(*a)))
+        self.assertEqual(review("t2"), (self.bob, ("https://issuer",), ""))
+        self.assertEqual(review("t2", ["api"]), (self.bob, ("api",), ""))
+        self.assertEqual(review("bad"), (None, (), "token has expired"))
+        self.assertEqual(review("x"), (None, (), "invalid bearer token"))
