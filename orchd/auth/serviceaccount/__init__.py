@@ -1,0 +1,1 @@
+"""Service-account tokens: issued, verified, and the names they carry."""
