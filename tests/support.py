@@ -11,12 +11,16 @@ from orchd.api.features import FeatureGates
 from orchd.api.versions import enabled_kinds
 from orchd.auth.authz.always import AlwaysAllow, PrivilegedGroups
 from orchd.auth.authz.rbac import RBACAuthorizer
+from orchd.auth.authn.bearer import TokenAuthenticators
+from orchd.auth.authn.serviceaccount import ServiceAccountTokenAuthenticator
 from orchd.auth.authz.union import UnionAuthorizer
 from orchd.auth.interfaces import IAuthenticator
 from orchd.auth.rbac.index import PolicyIndex
+from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
+from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.health import Health
 from orchd.server.settings import ServerSettings
@@ -24,6 +28,7 @@ from orchd.server.site import APIServer
 from orchd.storage.memory import MemoryStore
 
 ADMIN = UserInfo("orch-admin", (MASTERS, AUTHENTICATED))
+SA_ISSUER = "https://orch.default.svc.cluster.local"
 ALICE = UserInfo("alice", ("devs", AUTHENTICATED))
 
 
@@ -46,7 +51,13 @@ class APIHarness:
     """
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
-                 system_namespaces=True, feature_gates="", rbac=False, plugins=()):
+                 system_namespaces=True, feature_gates="", rbac=False, plugins=(),
+                 service_account_key=None):
+        """
+        @param service_account_key: C{(private_key_pem, algorithm)} to serve
+            TokenRequests and accept service-account tokens (C{self.issuer},
+            C{self.tokens}), with issuer and audience L{SA_ISSUER}.
+        """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
         self.store = store or MemoryStore()
@@ -60,9 +71,17 @@ class APIHarness:
         self.authorizer = UnionAuthorizer(authorizers)
         if rbac:
             plugins = (RBACEscalation(self.policy, self.authorizer),) + tuple(plugins)
+        self.tokens = TokenAuthenticators([], (SA_ISSUER,))
+        self.issuer = connectors = None
+        if service_account_key is not None:
+            self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
+            connectors = token_request_connector(self.issuer, (SA_ISSUER,))
         self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
-                               virtual=review_providers(self.authorizer, self.clock),
-                               plugins=plugins)
+                               virtual=review_providers(self.authorizer, self.clock, self.tokens),
+                               plugins=plugins, connectors=connectors)
+        if self.issuer is not None:
+            self.tokens.add(ServiceAccountTokenAuthenticator(
+                self.catalog, [self.issuer.public_key_pem], SA_ISSUER, (SA_ISSUER,), self.clock))
         Deferred.fromCoroutine(self.catalog.start_caches())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)

@@ -20,12 +20,20 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
+from orchd.app.clusterinfo import ensure_cluster_info
 from orchd.app.pki import PKI, PKIError
 from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
+from orchd.auth.authn.bootstrap import BootstrapTokenAuthenticator
+from orchd.auth.authn.serviceaccount import ServiceAccountTokenAuthenticator
+from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.authn.union import UnionAuthenticator
 from orchd.auth.authn.x509 import X509Authenticator
+from orchd.admission.certificates import (
+    CertificateApproval, CertificateSigning, CertificateSubjectRestriction,
+)
 from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.rbacescalation import RBACEscalation
+from orchd.admission.serviceaccount import ServiceAccountAdmission
 from orchd.auth.authz.factory import Authorization
 from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
@@ -35,6 +43,7 @@ from orchd.controllers.manager import (
 )
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
+from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
@@ -116,17 +125,31 @@ class ControlPlane(MultiService):
             raise fail(e) from None
         self.authorization.setServiceParent(self)
         authorizer = self.authorization.authorizer
+        #: Bearer-token authenticators, in order; TokenReview asks the same ones.
+        self.tokens = TokenAuthenticators([], config.audiences)
+        issuer = TokenIssuer(self.pki.sa_private_key_pem, self.pki.sa_algorithm,
+                             config.service_account_issuer, reactor)
         self.catalog = Catalog(
-            self.kinds, self.store, reactor, virtual=review_providers(authorizer, reactor),
-            plugins=(RBACEscalation(self.authorization.policy, authorizer), NodeRestriction()))
+            self.kinds, self.store, reactor,
+            virtual=review_providers(authorizer, reactor, self.tokens),
+            plugins=(RBACEscalation(self.authorization.policy, authorizer),
+                     ServiceAccountAdmission(self.store), NodeRestriction(),
+                     CertificateApproval(authorizer), CertificateSigning(authorizer),
+                     CertificateSubjectRestriction()),
+            connectors=token_request_connector(issuer, config.audiences))
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")
         self._namespaces_hook = self.health.post_start_hook("start-system-namespaces-controller")
         self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
         self._policy_hook = self.health.post_start_hook("rbac/bootstrap-roles")
-        #: Bearer-token authenticators, in order; TokenReview asks the same ones.
-        self.tokens = TokenAuthenticators([], config.audiences)
+        if config.enable_bootstrap_token_auth:
+            bootstrap_tokens = BootstrapTokenAuthenticator(self.store, reactor)
+            bootstrap_tokens.setServiceParent(self)     # its informer is ready before /readyz
+            self.tokens.add(bootstrap_tokens)
+        self.tokens.add(ServiceAccountTokenAuthenticator(
+            self.catalog, self.pki.sa_public_keys_pem, config.service_account_issuer,
+            config.audiences, reactor))
         authenticator = UnionAuthenticator(
             [X509Authenticator(reactor), BearerAuthenticator(self.tokens)],
             anonymous=config.anonymous_auth)
@@ -138,7 +161,7 @@ class ControlPlane(MultiService):
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
-        env = ControllerEnvironment(self.catalog, reactor, self.pki, config)
+        env = ControllerEnvironment(self.catalog, reactor, self.pki, config, authorizer)
         for controller in build_controllers(self.controller_names, env):
             controller.setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
@@ -191,6 +214,10 @@ class ControlPlane(MultiService):
                 if e.code != 409:
                     raise
         self._namespaces_hook.finish()
+        try:
+            await ensure_cluster_info(self.catalog, self.url, self.pki.server_ca_pem)
+        except StatusError as e:
+            self.log.error("Cannot write cluster-info: {error}", error=e)
         policy = Deferred.fromCoroutine(self._ensure_policy())
         started = [c.started for c in self if getattr(c, "started", None) is not None]
         await DeferredList(started, consumeErrors=True)

@@ -12,15 +12,10 @@ undone the same way.
 
 import copy
 
-from twisted.application.service import Service
-from twisted.internet.defer import Deferred
-from twisted.logger import Logger
-
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.selectors import selector_from_label_selector_object
-from orchd.controllers.informer import Informer
-from orchd.controllers.queue import WorkQueue
+from orchd.controllers.base import QueuedController
 from orchd.registry.context import RequestContext
 
 MANAGER = "clusterrole-aggregation-controller"
@@ -52,32 +47,18 @@ def aggregated_rules(name, selectors, roles):
     return rules
 
 
-class ClusterRoleAggregation(Service):
+class ClusterRoleAggregation(QueuedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
     @param clock: an C{IReactorTime}.
     """
 
     name = "clusterrole-aggregation"
-    log = Logger()
 
     def __init__(self, catalog, clock):
-        self._catalog = catalog
+        super().__init__(catalog, clock)
         self._roles = catalog.resource(RBAC, "clusterroles")
-        self._queue = WorkQueue(self._sync, clock)
-        self._informer = Informer(catalog.store, self._roles.info.key_prefix(), self._changed)
-        self.started = None
-
-    def startService(self):
-        super().startService()
-        self.started = Deferred.fromCoroutine(self._informer.start())
-        self.started.addErrback(
-            lambda f: self.log.failure("ClusterRole aggregation failed to start", f))
-
-    def stopService(self):
-        self._informer.stop()
-        self._queue.stop()
-        return super().stopService()
+        self._informer = self.follow(RBAC, "clusterroles", self._changed)
 
     def _roles_by_name(self):
         return {obj["metadata"]["name"]: obj for obj in self._informer.objects()}

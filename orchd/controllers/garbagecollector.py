@@ -398,12 +398,7 @@ class GarbageCollector(Service):
     # -- registry calls ---------------------------------------------------------
 
     async def _get(self, provider, namespace, name):
-        try:
-            return await provider.get(self._catalog.system_context(namespace), name)
-        except StatusError as e:
-            if e.code == 404:
-                return None
-            raise
+        return await provider.find(self._catalog.system_context(namespace), name)
 
     async def _latest(self, node):
         """The object of C{node} as stored now, or None if that object is gone."""

@@ -1,9 +1,16 @@
 # -*- test-case-name: tests.controllers.test_manager -*-
 """Which controllers run, from C{--controllers}: C{*}, names and C{-name}."""
 
+from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
+from orchd.controllers.csrapproving import CSRApprovingController
+from orchd.controllers.csrsigning import CSRSigningController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
+from orchd.controllers.rootca import RootCAPublisher
+from orchd.controllers.serviceaccounts import ServiceAccountsController
+from orchd.controllers.tokencleaner import TokenCleaner
+from orchd.controllers.tokens import TokensController
 
 
 class ControllerEnvironment:
@@ -14,13 +21,16 @@ class ControllerEnvironment:
     @ivar clock: an C{IReactorTime}.
     @ivar pki: the L{orchd.app.pki.PKI} (cluster CA, service-account keys).
     @ivar config: the L{orchd.app.config.Config}.
+    @ivar authorizer: the server's authorizer, for controllers that ask it
+        about other users (the CSR approver); None when there is none.
     """
 
-    def __init__(self, catalog, clock, pki=None, config=None):
+    def __init__(self, catalog, clock, pki=None, config=None, authorizer=None):
         self.catalog = catalog
         self.clock = clock
         self.pki = pki
         self.config = config
+        self.authorizer = authorizer
 
 
 def _plain(factory):
@@ -33,6 +43,13 @@ CONTROLLERS = {
     "namespace": (_plain(NamespaceController), True),
     "garbagecollector": (_plain(GarbageCollector), True),
     "clusterrole-aggregation": (_plain(ClusterRoleAggregation), True),
+    "serviceaccount": (_plain(ServiceAccountsController), True),
+    "serviceaccount-token": (TokensController.from_environment, True),
+    "root-ca-cert-publisher": (RootCAPublisher.from_environment, True),
+    "bootstrapsigner": (_plain(BootstrapSigner), False),
+    "tokencleaner": (_plain(TokenCleaner), False),
+    "csrsigning": (CSRSigningController.from_environment, True),
+    "csrapproving": (CSRApprovingController.from_environment, True),
 }
 
 

@@ -9,19 +9,14 @@ store then removes the namespace. Objects held by finalizers keep the
 namespace waiting, checked again after a short delay.
 """
 
-from twisted.application.service import Service
-from twisted.internet.defer import Deferred
-from twisted.logger import Logger
-
 from orchd.api.errors import StatusError
-from orchd.controllers.informer import Informer
-from orchd.controllers.queue import WorkQueue
+from orchd.controllers.base import QueuedController
 from orchd.registry.kinds.namespace import FINALIZER
 from orchd.registry.options import ListOptions
 from orchd.storage.interfaces import DELETED
 
 
-class NamespaceController(Service):
+class NamespaceController(QueuedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
     @param clock: an C{IReactorTime}.
@@ -29,28 +24,12 @@ class NamespaceController(Service):
     """
 
     name = "namespace"
-    log = Logger()
 
     def __init__(self, catalog, clock, recheck=5.0):
-        self._catalog = catalog
+        super().__init__(catalog, clock)
         self._namespaces = catalog.resource("", "namespaces")
-        self._clock = clock
         self._recheck = recheck
-        self._queue = WorkQueue(self._sync, clock)
-        self._informer = Informer(catalog.store, self._namespaces.info.key_prefix(),
-                                  self._changed)
-        self.started = None
-
-    def startService(self):
-        super().startService()
-        self.started = Deferred.fromCoroutine(self._informer.start())
-        self.started.addErrback(
-            lambda f: self.log.failure("Namespace controller failed to start", f))
-
-    def stopService(self):
-        self._informer.stop()
-        self._queue.stop()
-        return super().stopService()
+        self.follow("", "namespaces", self._changed)
 
     def _changed(self, type, obj, old):
         if type != DELETED and obj["metadata"].get("deletionTimestamp"):

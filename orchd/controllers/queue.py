@@ -75,6 +75,11 @@ class WorkQueue:
         self._failures.pop(key, None)
 
     def _failed(self, failure, key):
+        if self._stopped:
+            # Work caught by the shutdown (its store closing, say) is dropped.
+            self.log.info("Work on {key} ended with the queue: {error}", key=key,
+                          error=failure.getErrorMessage())
+            return
         count = self._failures.get(key, 0) + 1
         self._failures[key] = count
         delay = min(self._base * 2 ** (count - 1), self._max)

@@ -68,6 +68,11 @@ class ResourceReads:
             raise self._not_found(name)
         return self.decode(kv)
 
+    async def find(self, ctx, name):
+        """The object called C{name} as stored now, or None: for callers to whom absence is an answer."""
+        kv = await self.store.get(self._key(ctx.namespace, name))
+        return None if kv is None else self.decode(kv)
+
     async def list(self, ctx, options):
         """
         The list object of this resource in C{ctx.namespace} (all when empty).

@@ -3,9 +3,9 @@
 The review kinds: questions answered in the created object's status.
 
 Access reviews ask the server's authorizer whether a user may do
-something, rules reviews what a user may do in a namespace, and the self
-review who the caller is. Nothing is stored; a create answers 201 with
-the object and its status.
+something, rules reviews what a user may do in a namespace, the self
+review who the caller is, and token reviews whom a bearer token names.
+Nothing is stored; a create answers 201 with the object and its status.
 """
 
 from orchd.api.errors import FieldError, StatusError
@@ -109,6 +109,31 @@ class RulesReview(_Review):
                 "incomplete": incomplete}
 
 
+class TokenReview(_Review):
+    """TokenReview: who a bearer token names, asked of the request authenticators."""
+
+    def __init__(self, info, authorizer, clock, tokens):
+        super().__init__(info, authorizer, clock)
+        self.tokens = tokens
+
+    async def answer(self, ctx, spec, errors):
+        if errors:
+            raise self.invalid(errors)
+        token = _text(spec, "token")
+        if not token:
+            # Upstream answers 400 here, not 422.
+            raise StatusError.bad_request("token is required for TokenReview in authentication")
+        audiences = spec.get("audiences") if isinstance(spec.get("audiences"), list) else []
+        audiences = [a for a in audiences if isinstance(a, str)]
+        if self.tokens is None:
+            user, accepted, error = None, (), "no token authenticators are configured"
+        else:
+            user, accepted, error = await self.tokens.review(token, audiences)
+        if user is None:
+            return {"authenticated": False, "error": error}
+        return {"authenticated": True, "user": user.to_dict(), "audiences": list(accepted)}
+
+
 class SelfReview(_Review):
     """SelfSubjectReview: who the server takes the caller for (C{kubectl auth whoami})."""
 
@@ -127,10 +152,18 @@ _REVIEWS = {
 }
 
 
-def review_providers(authorizer, clock):
-    """The Catalog's C{virtual} table: C{(group, resource) -> factory(info)}."""
-    return {key: (lambda info, cls=cls: cls(info, authorizer, clock))
-            for key, cls in _REVIEWS.items()}
+def review_providers(authorizer, clock, tokens=None):
+    """
+    The Catalog's C{virtual} table: C{(group, resource) -> factory(info)}.
+
+    @param tokens: the L{orchd.auth.authn.bearer.TokenAuthenticators} of
+        request authentication, which TokenReviews ask.
+    """
+    providers = {key: (lambda info, cls=cls: cls(info, authorizer, clock))
+                 for key, cls in _REVIEWS.items()}
+    providers[(AUTHENTICATION, "tokenreviews")] = (
+        lambda info: TokenReview(info, authorizer, clock, tokens))
+    return providers
 
 
 def _resource_attributes(user, resource):

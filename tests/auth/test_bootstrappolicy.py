@@ -422,6 +422,9 @@ class ConflictingStore:
     def get(self, ctx, name):
         return self.store.get(ctx, name)
 
+    def find(self, ctx, name):
+        return self.store.find(ctx, name)
+
     def create(self, ctx, obj):
         return self.store.create(ctx, obj)
 

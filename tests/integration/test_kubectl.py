@@ -232,10 +232,10 @@ class KubectlTypedTests(KubectlMixin, TestCase):
                          "registry.example/app:1")
 
     async def test_create_token_fails_with_a_status(self):
-        """Before service-account tokens exist, create token fails with the server's Status."""
-        code, _, err = await self.kubectl("create", "token", "default", ok=False)
+        """create token for a missing service account fails with the server's Status."""
+        code, _, err = await self.kubectl("create", "token", "nobody", ok=False)
         self.assertNotEqual(code, 0)
-        self.assertIn("the server could not find the requested resource", err)
+        self.assertIn('serviceaccounts "nobody" not found', err)
         self.assertNotIn("decode", err.lower())
 
     async def test_cordon_and_drain(self):

@@ -190,11 +190,16 @@ class SlowReaderTests(TestCase):
         for start in range(0, total, 10):
             await defer.gatherResults([defer.Deferred.fromCoroutine(create(i))
                                        for i in range(start, start + 10)])
+        def added():
+            # The root-CA publisher's map in the namespace is not one of ours.
+            return sum(1 for line in b"".join(received).splitlines()
+                       if b'"ADDED"' in line and b"orch-root-ca.crt" not in line)
+
         for _ in range(200):
-            if b"".join(received).count(b'"ADDED"') >= total:
+            if added() >= total:
                 break
             await sleep(0.05)
-        self.assertEqual(b"".join(received).count(b'"ADDED"'), total)
+        self.assertEqual(added(), total)
         # The stuck client was dropped (it cannot notice: it does not read).
         self.assertEqual(len(cache.watchers), 1)
         self.assertFalse(next(iter(cache.watchers)).paused)

@@ -29,6 +29,10 @@ class TokenAuthenticators:
         self.authenticators = tuple(authenticators)
         self.api_audiences = tuple(api_audiences)
 
+    def add(self, authenticator):
+        """Try C{authenticator} after those already present."""
+        self.authenticators += (authenticator,)
+
     async def review(self, token, audiences=()):
         """
         C{(user, audiences, error)}: who C{token} names (None when nobody),

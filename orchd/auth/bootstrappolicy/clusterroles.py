@@ -46,14 +46,16 @@ SERVICE_ACCOUNTS = "system:serviceaccounts"
 KUBE_PROXY = "system:kube-proxy"
 KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
 KUBE_SCHEDULER = "system:kube-scheduler"
+BOOTSTRAPPERS = "system:bootstrappers"
+NODES = "system:nodes"
 
 # The built-in certificate signers.
 SIGNER_KUBE_APISERVER_CLIENT = "orch.io/kube-apiserver-client"
-SIGNER_KUBE_APISERVER_CLIENT_KUBELET = "orch.io/kube-apiserver-client-kubelet"
+SIGNER_KUBE_APISERVER_CLIENT_ORCHLET = "orch.io/kube-apiserver-client-orchlet"
 SIGNER_KUBELET_SERVING = "orch.io/kubelet-serving"
 SIGNER_LEGACY_UNKNOWN = "orch.io/legacy-unknown"
 SIGNERS = (SIGNER_LEGACY_UNKNOWN, SIGNER_KUBE_APISERVER_CLIENT,
-           SIGNER_KUBE_APISERVER_CLIENT_KUBELET, SIGNER_KUBELET_SERVING)
+           SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_KUBELET_SERVING)
 
 _CSR = "certificatesigningrequests"
 _CERTIFICATES_PREFIX = f"system:{CERTIFICATES}:"
@@ -225,7 +227,7 @@ _COMPONENTS = (
     _approver("legacy-unknown-approver", SIGNER_LEGACY_UNKNOWN),
     _approver("kubelet-serving-approver", SIGNER_KUBELET_SERVING),
     _approver("kube-apiserver-client-approver", SIGNER_KUBE_APISERVER_CLIENT),
-    _approver("kube-apiserver-client-kubelet-approver", SIGNER_KUBE_APISERVER_CLIENT_KUBELET),
+    _approver("kube-apiserver-client-orchlet-approver", SIGNER_KUBE_APISERVER_CLIENT_ORCHLET),
     # The service-account issuer's OpenID discovery documents (with and without the slash
     # that clients generated from older published documents add).
     cluster_role("system:service-account-issuer-discovery", [
@@ -295,4 +297,13 @@ CLUSTER_ROLE_BINDINGS = (
     cluster_role_binding("system:node"),
     # Every workload may read where its service-account tokens come from.
     cluster_role_binding("system:service-account-issuer-discovery", group(SERVICE_ACCOUNTS)),
+    # Joining nodes (bootstrap token users) request their client certificates, which the
+    # approver approves; nodes renew their own the same way (kubeadm's bindings).
+    cluster_role_binding("system:node-bootstrapper", group(BOOTSTRAPPERS)),
+    cluster_role_binding(_CERTIFICATES_PREFIX + "certificatesigningrequests:nodeclient",
+                         group(BOOTSTRAPPERS),
+                         name=_CERTIFICATES_PREFIX + "bootstrap-autoapprove"),
+    cluster_role_binding(_CERTIFICATES_PREFIX + "certificatesigningrequests:selfnodeclient",
+                         group(NODES),
+                         name=_CERTIFICATES_PREFIX + "node-autoapprove-certificate-rotation"),
 )

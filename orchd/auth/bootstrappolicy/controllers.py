@@ -24,7 +24,7 @@ from orchd.api.kinds import (
     STORAGE,
 )
 from orchd.auth.bootstrappolicy.clusterroles import (
-    SIGNER_KUBE_APISERVER_CLIENT_KUBELET,
+    SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,
     SIGNERS,
 )
 from orchd.auth.bootstrappolicy.objects import (
@@ -232,7 +232,7 @@ CONTROLLER_RULES = {
         rule(["get", "list", "watch", "delete"], [CERTIFICATES], [_CSR]),
         rule(["update"], [CERTIFICATES], [_CSR + "/status", _CSR + "/approval"]),
         rule(["approve"], [CERTIFICATES], ["signers"],
-             names=[SIGNER_KUBE_APISERVER_CLIENT_KUBELET]),
+             names=[SIGNER_KUBE_APISERVER_CLIENT_ORCHLET]),
         rule(["sign"], [CERTIFICATES], ["signers"], names=SIGNERS),
         rule(["create"], [AUTHORIZATION], ["subjectaccessreviews"]),
         events_rule(),

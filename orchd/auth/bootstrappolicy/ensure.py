@@ -127,7 +127,7 @@ class PolicyReconciler:
         ctx = self.catalog.system_context(meta.get("namespace", ""))
         name = meta["name"]
         for attempt in (1, 2):
-            existing = await _get(store, ctx, name)
+            existing = await store.find(ctx, name)
             result = reconcile(resource, expected, existing)
             try:
                 await _write(store, ctx, name, result, existing)
@@ -138,15 +138,6 @@ class PolicyReconciler:
                                resource=resource, name=name)
                 continue
             return result
-
-
-async def _get(store, ctx, name):
-    try:
-        return await store.get(ctx, name)
-    except StatusError as e:
-        if e.code == 404:
-            return None
-        raise
 
 
 async def _write(store, ctx, name, result, existing):

@@ -4,9 +4,10 @@ CertificateSigningRequests: who asked is recorded by the server, the request
 never changes, and approval is its own subresource.
 
 The requesting user's name, uid, groups and extra are written over whatever
-the body says, so a signer can trust them. Conditions (Approved, Denied,
-Failed) change only through C{approval}; the issued certificate only
-through C{status}.
+the body says, so a signer can trust them. Approved and Denied change only
+through C{approval}; the issued certificate (which, once there, never
+changes) and other conditions such as a signer's Failed only through
+C{status}.
 """
 
 import base64
@@ -19,6 +20,7 @@ from orchd.registry.strategy import DefaultStrategy, IStrategy, immutable_field
 
 _CONDITION_TYPES = ("Approved", "Denied", "Failed")
 _CONDITION_STATUSES = ("True", "False", "Unknown")
+_APPROVAL_TYPES = ("Approved", "Denied")
 
 
 @implementer(IStrategy)
@@ -50,10 +52,20 @@ class CertificateSigningRequestStrategy(DefaultStrategy):
                 status.pop("conditions", None)
             return old
         if subresource == "status":
-            certificate = (obj.get("status") or {}).get("certificate")
+            # A signer writes the certificate and other conditions (Failed);
+            # Approved and Denied stay as the approval subresource left them.
+            written = obj.get("status") or {}
             status = old.setdefault("status", {})
-            if certificate:
-                status["certificate"] = certificate
+            if written.get("certificate"):
+                status["certificate"] = written["certificate"]
+            conditions = [c for c in status.get("conditions") or []
+                          if c.get("type") in _APPROVAL_TYPES]
+            conditions += [c for c in written.get("conditions") or []
+                           if isinstance(c, dict) and c.get("type") not in _APPROVAL_TYPES]
+            if conditions:
+                status["conditions"] = conditions
+            else:
+                status.pop("conditions", None)
             return old
         return super().subresource_update(subresource, obj, old)
 
@@ -83,6 +95,10 @@ class CertificateSigningRequestStrategy(DefaultStrategy):
         changed = immutable_field(obj.get("spec"), old.get("spec"), "spec")
         if changed:
             errors.append(changed)
+        issued = (old.get("status") or {}).get("certificate")
+        if issued and (obj.get("status") or {}).get("certificate") != issued:
+            errors.append(FieldError.forbidden(
+                "status.certificate", "updates may not modify existing certificate content"))
         return errors
 
 

@@ -15,6 +15,8 @@ import re
 from zope.interface import implementer
 
 from orchd.api.errors import FieldError, StatusError
+from orchd.auth.bootstraptoken import SECRET_TYPE as BOOTSTRAP_TOKEN, decoded_data
+from orchd.registry.kinds.bootstraptoken import bootstrap_token_errors
 from orchd.registry.strategy import DefaultStrategy, IStrategy, immutable_field
 
 MAX_SIZE = 1024 * 1024
@@ -137,6 +139,8 @@ class SecretStrategy(DefaultStrategy):
             if not annotations.get("orch.io/service-account.name"):
                 errors.append(FieldError.required(
                     "metadata.annotations[orch.io/service-account.name]"))
+        if secret_type == BOOTSTRAP_TOKEN:
+            errors += bootstrap_token_errors(obj, decoded_data(obj))
         return errors
 
     def validate_update(self, ctx, obj, old):

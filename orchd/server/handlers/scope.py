@@ -40,7 +40,7 @@ class RequestScope:
     """
 
     __slots__ = ("request", "info", "user", "kind", "provider", "ctx", "settings",
-                 "field_validation")
+                 "field_validation", "body_spelling")
 
     def __init__(self, request, info, user, kind, provider, settings):
         self.request = request
@@ -50,6 +50,8 @@ class RequestScope:
         self.provider = provider
         self.settings = settings
         self.field_validation = _DEFAULT_VALIDATION
+        #: The apiVersion the body spelled, when not the canonical one.
+        self.body_spelling = None
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
 
     # -- query --------------------------------------------------------------
@@ -156,7 +158,10 @@ class RequestScope:
         kind = kind or info.kind
         api_version = obj.get("apiVersion")
         if api_version:
-            api_version = obj["apiVersion"] = canonical_api_version(api_version)
+            canonical = canonical_api_version(api_version)
+            if canonical != api_version:
+                self.body_spelling = api_version
+            api_version = obj["apiVersion"] = canonical
         if not api_version:
             obj["apiVersion"] = info.api_version
         elif api_version != info.api_version:
@@ -177,6 +182,10 @@ class RequestScope:
         """The apiVersion to answer with when the client used an upstream group name."""
         info = self.info
         if info.requested_group == info.api_group:
+            if self.kind.group != info.api_group:
+                # A subresource of another group's kind (serviceaccounts/token takes
+                # a TokenRequest): only the body says how the client spells it.
+                return self.body_spelling
             return None
         return f"{info.requested_group}/{info.api_version}"
 
