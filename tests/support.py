@@ -52,11 +52,12 @@ class APIHarness:
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
-                 service_account_key=None):
+                 service_account_key=None, connectors=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
             C{self.tokens}), with issuer and audience L{SA_ISSUER}.
+        @param connectors: more Catalog C{connectors} (e.g. C{nodes/proxy}).
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -72,10 +73,11 @@ class APIHarness:
         if rbac:
             plugins = (RBACEscalation(self.policy, self.authorizer),) + tuple(plugins)
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
-        self.issuer = connectors = None
+        self.issuer = None
+        connectors = dict(connectors or {})
         if service_account_key is not None:
             self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
-            connectors = token_request_connector(self.issuer, (SA_ISSUER,))
+            connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
         self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
                                virtual=review_providers(self.authorizer, self.clock, self.tokens),
                                plugins=plugins, connectors=connectors)

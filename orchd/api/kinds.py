@@ -18,7 +18,13 @@ SUBRESOURCE_VERBS = {
     "finalize": ("update",),
     "approval": ("get", "patch", "update"),
     "token": ("create",),
+    "proxy": ("create", "delete", "get", "patch", "update"),
+    "log": ("get",),
 }
+
+#: Subresources answered with a raw stream from elsewhere (the node agent),
+#: not with API objects: an L{orchd.registry.catalog.IStreamConnector} serves them.
+STREAM_SUBRESOURCES = frozenset(("proxy", "log"))
 
 # Name rules, as the upstream validators name them.
 SUBDOMAIN = "subdomain"          # RFC 1123 subdomain, at most 253 characters
@@ -168,7 +174,8 @@ KINDS = (
     _ns(CORE, "v1", "limitranges", "LimitRange", short_names=("limits",)),
     _ns(CORE, "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
         subresources=_STATUS),
-    _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=_STATUS, categories=_ALL),
+    _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log"),
+        categories=_ALL),
     _ns(CORE, "v1", "podtemplates", "PodTemplate"),
     _ns(CORE, "v1", "replicationcontrollers", "ReplicationController", short_names=("rc",),
         subresources=_STATUS, categories=_ALL),
@@ -183,7 +190,7 @@ KINDS = (
              verbs=READ_ONLY, stored=False),
     _cluster(CORE, "v1", "namespaces", "Namespace", short_names=("ns",),
              verbs=NO_COLLECTION_DELETE, subresources=("status", "finalize"), name_rule=LABEL),
-    _cluster(CORE, "v1", "nodes", "Node", short_names=("no",), subresources=_STATUS),
+    _cluster(CORE, "v1", "nodes", "Node", short_names=("no",), subresources=("status", "proxy")),
     _cluster(CORE, "v1", "persistentvolumes", "PersistentVolume", short_names=("pv",),
              subresources=_STATUS),
     # admissionregistration.orch.io/v1

@@ -22,7 +22,7 @@ import orjson
 
 from orchd.api import schemas
 from orchd.api.discovery import GIT_VERSION
-from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.api.kinds import STREAM_SUBRESOURCES, SUBRESOURCE_VERBS
 
 TITLE = "Orchestration"
 
@@ -217,6 +217,8 @@ def _kind_operations(info):
                               (all_namespaces,)))
 
     for sub in info.subresources:
+        if sub in STREAM_SUBRESOURCES:
+            continue    # raw streams, not objects: not described here
         sub_verbs = SUBRESOURCE_VERBS[sub]
         ops = [make(sub) for verb, make in (("get", read), ("update", replace), ("patch", patch))
                if verb in sub_verbs]

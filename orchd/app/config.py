@@ -227,6 +227,17 @@ def _authorization_modes(value):
     return modes
 
 
+#: The node agent's authorization modes.
+ORCHLET_AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook")
+
+
+def _orchlet_authorization_mode(value):
+    text = _text(value)
+    if text not in ORCHLET_AUTHORIZATION_MODES:
+        raise ValueError(f"{text!r} is not one of {', '.join(ORCHLET_AUTHORIZATION_MODES)}")
+    return text
+
+
 def _webhook_version(value):
     text = _text(value)
     if text not in ("v1", "v1beta1"):
@@ -276,6 +287,24 @@ def _node_name(value):
     if not name or len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
         raise ValueError(f"{name!r} is not a valid node name (an RFC 1123 subdomain)")
     return name
+
+
+_BOOTSTRAP_TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
+
+
+def _bootstrap_token(value):
+    text = _text(value)
+    if not _BOOTSTRAP_TOKEN.fullmatch(text):
+        raise ValueError("is not a bootstrap token of the form [a-z0-9]{6}.[a-z0-9]{16}")
+    return text
+
+
+def _https_url(value):
+    text = _text(value)
+    parts = urlsplit(text)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ValueError(f"{text!r} is not an https:// URL")
+    return text.rstrip("/")
 
 
 def _root_dir_default(config):
@@ -329,8 +358,24 @@ class Config:
                               "system:anonymous instead of rejecting them.")
     authentication_token_webhook = _setting(parse_bool, "false", "Check unknown bearer tokens "
                                             "with a TokenReview webhook.")
+    orchlet_anonymous_auth = _setting(parse_bool, None, "Node agent: treat unauthenticated "
+                                      "requests as system:anonymous; unset means "
+                                      "--anonymous-auth with --orchlet-only, else true.")
+    orchlet_authentication_token_webhook = _setting(parse_bool, None, "Node agent: check bearer "
+                                                    "tokens with a TokenReview; unset means "
+                                                    "--authentication-token-webhook with "
+                                                    "--orchlet-only, else false.")
+    orchlet_authorization_mode = _setting(_orchlet_authorization_mode, None, "Node agent: "
+                                          "AlwaysAllow or Webhook (SubjectAccessReview); unset "
+                                          "means --authorization-mode with --orchlet-only if "
+                                          "given, else AlwaysAllow.")
     orchconfig = _setting(_string, None, "Client configuration naming the API server "
                           "(for --orchlet-only).")
+    bootstrap_token = _setting(_bootstrap_token, None, "Node agent: join with this bootstrap "
+                               "token (with --orchlet-only and --server) unless the root "
+                               "directory holds credentials of an earlier join.")
+    server = _setting(_https_url, None, "API server URL a joining node agent reads cluster-info "
+                      "from (with --bootstrap-token).")
     service_account_key_file = _setting(_string, None, "PEM public key(s) that also verify "
                                         "service-account tokens (the signing key always does).")
     service_account_private_key_file = _setting(_string, None, "PEM private key that signs "
@@ -432,6 +477,10 @@ def _check_combinations(config):
     """Rules between settings; C{ConfigError} names the flags involved."""
     if config.no_orchlet and config.orchlet_only:
         raise ConfigError("--no-orchlet and --orchlet-only exclude each other")
+    if (config.bootstrap_token is None) != (config.server is None):
+        raise ConfigError("--bootstrap-token and --server must be given together")
+    if config.bootstrap_token is not None and not config.orchlet_only:
+        raise ConfigError("--bootstrap-token is only used with --orchlet-only")
     if config.storage_backend == "etcd" and not config.etcd_servers:
         raise ConfigError("--storage-backend=etcd needs --etcd-servers")
     for first, second in _PAIRS:
@@ -439,7 +488,8 @@ def _check_combinations(config):
             raise ConfigError(f"{_flag(first)} and {_flag(second)} must be given together")
     for mode, attribute in _MODE_FILES:
         given = getattr(config, attribute) is not None
-        if mode in config.authorization_mode and not given:
+        # With --orchlet-only, --authorization-mode is the node agent's (no file needed).
+        if mode in config.authorization_mode and not given and not config.orchlet_only:
             raise ConfigError(f"--authorization-mode={mode} needs {_flag(attribute)}")
         if given and mode not in config.authorization_mode:
             raise ConfigError(f"{_flag(attribute)} is only used with --authorization-mode={mode}")

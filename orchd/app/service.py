@@ -21,7 +21,9 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.pki import PKI, PKIError
+from orchd.orchlet.bootstrap import credential_paths
 from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
 from orchd.auth.authn.bootstrap import BootstrapTokenAuthenticator
 from orchd.auth.authn.serviceaccount import ServiceAccountTokenAuthenticator
@@ -31,6 +33,7 @@ from orchd.auth.authn.x509 import X509Authenticator
 from orchd.admission.certificates import (
     CertificateApproval, CertificateSigning, CertificateSubjectRestriction,
 )
+from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.rbacescalation import RBACEscalation
 from orchd.admission.serviceaccount import ServiceAccountAdmission
@@ -41,6 +44,7 @@ from orchd.client.orchconfig import OrchConfigError, server_url
 from orchd.controllers.manager import (
     ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
 )
+from orchd.orchlet.service import OrchletService
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
 from orchd.registry.tokenrequest import token_request_connector
@@ -48,6 +52,7 @@ from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.settings import ServerSettings
+from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.compactor import Compactor
@@ -75,12 +80,22 @@ def make_service(config, reactor=None):
     """The top service for C{config} (a L{orchd.app.config.Config})."""
     if reactor is None:
         from twisted.internet import reactor
-    if config.storage_backend != "leveldb":
-        raise fail(f"--storage-backend={config.storage_backend} is not available in this version")
-    if config.orchlet_only:
-        raise fail("--orchlet-only: the node agent is not available in this version")
     top = MultiService()
-    ControlPlane(config, reactor).setServiceParent(top)
+    plane = None
+    if config.orchlet_only:
+        joined = os.path.exists(credential_paths(config.root_dir)[2])
+        if config.orchconfig is None and config.bootstrap_token is None and not joined:
+            raise fail("--orchlet-only needs --orchconfig, or --bootstrap-token with --server "
+                       "(or the credentials of an earlier join under --root-dir)")
+    else:
+        if config.storage_backend != "leveldb":
+            raise fail(f"--storage-backend={config.storage_backend} is not available "
+                       f"in this version")
+        plane = ControlPlane(config, reactor)
+        plane.setServiceParent(top)
+    if not config.no_orchlet:
+        # Second child: it starts after, and stops before, the API server.
+        OrchletService(config, reactor, plane).setServiceParent(top)
     return top
 
 
@@ -105,6 +120,7 @@ class ControlPlane(MultiService):
             self.kinds = enabled_kinds(config.runtime_config)
             self.controller_names = selected_controllers(config.controllers)
             self.pki = PKI.ensure(config)
+            ensure_orchlet_client(config, self.pki)
         except (PKIError, OrchConfigError, UnknownControllerError, ValueError) as e:
             raise fail(e) from None
         self.health = Health(reactor, config.livez_grace_period)
@@ -134,9 +150,11 @@ class ControlPlane(MultiService):
             virtual=review_providers(authorizer, reactor, self.tokens),
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
+                     DefaultTolerationSeconds(config.pod_eviction_timeout),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction()),
-            connectors=token_request_connector(issuer, config.audiences))
+            connectors={**token_request_connector(issuer, config.audiences),
+                        **self._orchlet_connectors()})
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")
@@ -174,6 +192,14 @@ class ControlPlane(MultiService):
             raise fail(f"cannot listen on {config.bind_address}:{config.secure_port}: "
                        f"{e.socketError}") from None
         super().privilegedStartService()
+
+    def _orchlet_connectors(self):
+        """C{nodes/proxy} and C{pods/log}, reaching orchlets as the API server's orchlet user."""
+        pki = self.pki
+        return orchlet_connectors(
+            orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
+                          pki.orchlet_client_key_pem),
+            plain_agent(self.reactor, pki.ca_pem))
 
     def _open_store(self):
         path = os.path.join(self.config.data_dir, "store")

@@ -7,8 +7,11 @@ from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
+from orchd.controllers.nodelifecycle import NodeLifecycleController
+from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.rootca import RootCAPublisher
 from orchd.controllers.serviceaccounts import ServiceAccountsController
+from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
 
@@ -50,6 +53,9 @@ CONTROLLERS = {
     "tokencleaner": (_plain(TokenCleaner), False),
     "csrsigning": (CSRSigningController.from_environment, True),
     "csrapproving": (CSRApprovingController.from_environment, True),
+    "nodelifecycle": (NodeLifecycleController.from_environment, True),
+    "taint-eviction-controller": (_plain(TaintEvictionController), True),
+    "podgc": (_plain(PodGarbageCollector), True),
 }
 
 

@@ -36,6 +36,25 @@ class IConnector(Interface):
         """
 
 
+class IStreamConnector(Interface):
+    """
+    A subresource answered with a stream from elsewhere, not an API object
+    (C{nodes/proxy}, C{pods/log}): it writes the whole response itself.
+    """
+
+    verbs = Attribute("The verbs it serves.")
+
+    def stream(request, ctx, info):
+        """
+        @param request: the twisted.web request to answer.
+        @param ctx: the L{RequestContext} (its namespace is the parent's).
+        @param info: the L{orchd.server.requestinfo.RequestInfo}; C{parts[3:]}
+            is the path after the subresource.
+        @return: (awaitable) fires once the response is complete.
+        @raise orchd.api.errors.StatusError: only before anything is written.
+        """
+
+
 class Catalog:
     """
     @param kinds: the enabled L{orchd.api.kinds.KindInfo}s.
@@ -45,7 +64,8 @@ class Catalog:
     @param plugins: admission plugins run after namespace lifecycle.
     @param connectors: C{{(group, resource, subresource): factory(catalog)}}
         for subresources that take an object of their own kind rather than
-        the parent's (C{serviceaccounts/token}); see L{IConnector}.
+        the parent's (C{serviceaccounts/token}), see L{IConnector}, or that
+        answer with a stream, see L{IStreamConnector}.
     """
 
     def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None):
@@ -94,7 +114,7 @@ class Catalog:
         return self._resources.get((group, version, resource))
 
     def connector(self, group, resource, subresource):
-        """The L{IConnector} serving a subresource, or None."""
+        """The L{IConnector} or L{IStreamConnector} serving a subresource, or None."""
         return self._connectors.get((group, resource, subresource))
 
     def resource(self, group, resource):

@@ -4,7 +4,8 @@ The API server's twisted.web Site: every request's way through the server.
 
 request info -> authentication -> impersonation -> in-flight limit -> authorization -> route:
 health, discovery and OpenAPI for non-resource paths, the verb handler for
-resource requests. Errors from any step are written once, as a Status.
+resource requests (or, for a streamed subresource such as C{nodes/proxy},
+the connector that writes the response itself). Errors from any step are written once, as a Status.
 """
 
 from io import BytesIO
@@ -17,6 +18,8 @@ from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
+from orchd.registry.catalog import IStreamConnector
+from orchd.registry.context import RequestContext
 from orchd.server.errors import render_failure
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.impersonation import ImpersonationFilter
@@ -130,6 +133,13 @@ class APIServer(Resource):
                 raise StatusError(404, "NotFound", _NOT_FOUND)
             allowed = SUBRESOURCE_VERBS.get(info.subresource, ())
             connector = self.catalog.connector(kind.group, kind.resource, info.subresource)
+            if IStreamConnector.providedBy(connector):
+                if info.verb not in connector.verbs:
+                    raise StatusError.method_not_allowed(info.verb or request.method.decode(),
+                                                         kind.resource, kind.group)
+                namespace = info.namespace if kind.namespaced else ""
+                await connector.stream(request, RequestContext(user, namespace), info)
+                return
             if connector is not None:
                 kind, provider = connector.info, connector
             elif subresource_kind(kind, info.subresource) is not kind:

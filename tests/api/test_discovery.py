@@ -228,6 +228,10 @@ class AggregatedTests(SynchronousTestCase):
             "shortNames": ["po"],
             "categories": ["all"],
             "subresources": [{
+                "subresource": "log",
+                "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
+                "verbs": ["get"],
+            }, {
                 "subresource": "status",
                 "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
                 "verbs": ["get", "patch", "update"],

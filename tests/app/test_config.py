@@ -95,7 +95,9 @@ class BooleanFlagTests(SynchronousTestCase):
         """Exactly the boolean settings are rewritten."""
         self.assertEqual(BOOLEAN_FLAGS, {"no-orchlet", "orchlet-only", "anonymous-auth",
                                          "enable-bootstrap-token-auth",
-                                         "authentication-token-webhook"})
+                                         "authentication-token-webhook",
+                                         "orchlet-anonymous-auth",
+                                         "orchlet-authentication-token-webhook"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""

@@ -18,6 +18,10 @@ class RunningControlPlane:
     def __init__(self, test, data_dir=None, **settings):
         self.test = test
         self.data_dir = data_dir or test.mktemp()
+        # No node agent unless a test asks for one (no_orchlet=False): most
+        # tests do not need it, and it would only slow them down.
+        settings.setdefault("no_orchlet", True)
+        settings.setdefault("orchlet_port", 0)
         self.config = Config(data_dir=self.data_dir, secure_port=0, **settings)
         self.top = make_service(self.config, reactor)
         self.plane = next(iter(self.top))

@@ -89,7 +89,7 @@ class RunningTests(TestCase):
     timeout = 120
 
     async def start(self, data_dir):
-        child = spawn("--data-dir", data_dir, "--secure-port", "0")
+        child = spawn("--data-dir", data_dir, "--secure-port", "0", "--orchlet-port", "0")
         self.addCleanup(self.kill, child)
         url = await child.listening
         return child, url

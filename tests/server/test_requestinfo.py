@@ -47,6 +47,13 @@ class RequestInfoTests(SynchronousTestCase):
         i = info(b"PUT", "/api/v1/namespaces/a/pods/p/status")
         self.assertEqual((i.resource, i.name, i.subresource), ("pods", "p", "status"))
 
+    def test_proxy_path(self):
+        """For nodes/<n>/proxy/<path> the path is kept in C{parts}, not authorized."""
+        i = info(b"GET", "/api/v1/nodes/n1:10250/proxy/stats/summary")
+        self.assertEqual((i.verb, i.resource, i.name, i.subresource),
+                         ("get", "nodes", "n1:10250", "proxy"))
+        self.assertEqual(i.parts[3:], ("stats", "summary"))
+
     def test_legacy_watch_prefix(self):
         """The /watch/ prefix makes a watch of what follows."""
         i = info(b"GET", "/api/v1/watch/namespaces/a/configmaps")

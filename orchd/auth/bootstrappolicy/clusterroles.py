@@ -48,6 +48,8 @@ KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
 KUBE_SCHEDULER = "system:kube-scheduler"
 BOOTSTRAPPERS = "system:bootstrappers"
 NODES = "system:nodes"
+#: The API server's user towards orchlets (orchd.app.orchletclient).
+ORCHLET_API_CLIENT = "orch-apiserver-orchlet-client"
 
 # The built-in certificate signers.
 SIGNER_KUBE_APISERVER_CLIENT = "orch.io/kube-apiserver-client"
@@ -235,11 +237,12 @@ _COMPONENTS = (
                             "/.well-known/openid-configuration/",
                             "/openid/v1/jwks", "/openid/v1/jwks/"]),
     ]),
-    # Everything a node agent's own API offers.
-    cluster_role("system:kubelet-api-admin", [
+    # Everything a node agent's own API offers (upstream's system:kubelet-api-admin).
+    cluster_role("system:orchlet-api-admin", [
         rule(READ, [""], ["nodes"]),
         rule(["proxy"], [""], ["nodes"]),
-        rule(["*"], [""], ["nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log"]),
+        rule(["*"], [""], ["nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log",
+                           "nodes/spec"]),
         rule(["*"], [""], ["nodes/pods", "nodes/healthz", "nodes/configz"]),
     ]),
     # A service proxy.
@@ -293,6 +296,8 @@ CLUSTER_ROLE_BINDINGS = (
     cluster_role_binding("system:kube-dns", service_account(CONTROLLER_NAMESPACE, "kube-dns")),
     cluster_role_binding("system:kube-scheduler", user(KUBE_SCHEDULER)),
     cluster_role_binding("system:volume-scheduler", user(KUBE_SCHEDULER)),
+    # The API server reaches orchlets (nodes/proxy, pods/log) as this user.
+    cluster_role_binding("system:orchlet-api-admin", user(ORCHLET_API_CLIENT)),
     # Kept, but naming no one: the Node authorizer grants nodes their rules.
     cluster_role_binding("system:node"),
     # Every workload may read where its service-account tokens come from.

@@ -3,13 +3,16 @@
 Bounds on concurrent work: requests in flight, split into reads and writes.
 
 Past a bound the server answers 429 with Retry-After at once instead of
-queueing without limit; long-running requests (watches) are not counted.
+queueing without limit; long-running requests (watches, proxied streams)
+are not counted.
 """
 
 from orchd.api.errors import StatusError
 
 _READ_VERBS = frozenset(("get", "list", "watch"))
 LONG_RUNNING_VERBS = frozenset(("watch",))
+#: Streamed subresources (a followed log never ends), as upstream's default check.
+LONG_RUNNING_SUBRESOURCES = frozenset(("proxy", "log", "exec", "attach", "portforward"))
 
 
 class InflightLimiter:
@@ -24,7 +27,8 @@ class InflightLimiter:
         @return: the slot's class, to give back to L{release}; None when the
             request is not counted.
         """
-        if info.verb in LONG_RUNNING_VERBS:
+        if info.verb in LONG_RUNNING_VERBS or (
+                info.is_resource_request and info.subresource in LONG_RUNNING_SUBRESOURCES):
             return None
         slot = "read" if (not info.is_resource_request or info.verb in _READ_VERBS) else "write"
         limit = self._limits[slot]

@@ -1,0 +1,84 @@
+# -*- test-case-name: tests.controllers.test_podgc -*-
+"""
+The pod garbage collector: pods bound to a node that no longer exists are
+deleted, which frees their names (the spec's "deleting a Node removes all
+pod objects bound to it").
+
+A Node's deletion queues its pods at once. A pod seen bound to a node the
+controller does not know (at start, or a pod bound before its Node is
+registered) is looked at again after a quarantine, as upstream's orphan
+check, and removed only if the Node is still missing from the store then.
+"""
+
+from collections import defaultdict
+
+from orchd.api.errors import StatusError
+from orchd.controllers.base import QueuedController, name_only
+from orchd.registry.context import RequestContext
+from orchd.registry.options import DeleteOptions
+from orchd.storage.interfaces import DELETED
+
+MANAGER = "pod-garbage-collector"
+#: Upstream's quarantine for pods bound to a node the informer lacks.
+QUARANTINE = 40.0
+
+
+def _pod_keep(pod):
+    return (pod.get("spec") or {}).get("nodeName") or "", pod["metadata"].get("uid")
+
+
+class PodGarbageCollector(QueuedController):
+    """
+    @param catalog: the L{orchd.registry.catalog.Catalog}.
+    @param clock: an C{IReactorTime}.
+    """
+
+    name = "podgc"
+
+    def __init__(self, catalog, clock, quarantine=QUARANTINE):
+        super().__init__(catalog, clock)
+        self._quarantine = quarantine
+        self._pods = catalog.resource("", "pods")
+        self._node_provider = catalog.resource("", "nodes")
+        self._pod_prefix = self._pods.info.key_prefix()
+        self._node_prefix = self._node_provider.info.key_prefix()
+        self._by_node = defaultdict(set)
+        self._nodes = self.follow("", "nodes", self._node_changed, keep=name_only)
+        self._pod_cache = self.follow("", "pods", self._pod_changed, keep=_pod_keep)
+
+    def _node_changed(self, type, obj, old):
+        if type == DELETED:
+            for key in sorted(self._by_node.get(obj["metadata"]["name"], ())):
+                self._queue.add(key)
+
+    def _pod_changed(self, type, obj, old):
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if old is not None and old[0]:
+            self._by_node[old[0]].discard(key)
+            if not self._by_node[old[0]]:
+                del self._by_node[old[0]]
+        node = (obj.get("spec") or {}).get("nodeName")
+        if type == DELETED or not node:
+            return
+        self._by_node[node].add(key)
+        if self._node_prefix + node not in self._nodes.cache:
+            self._queue.add_after(key, self._quarantine)
+
+    async def _sync(self, key):
+        kept = self._pod_cache.cache.get(self._pod_prefix + key)
+        if kept is None or not kept[0]:
+            return
+        node, uid = kept
+        if await self.get_or_none(self._node_provider, "", node) is not None:
+            return
+        namespace, name = key.split("/", 1)
+        ctx = RequestContext(self._catalog.system_context().user, namespace,
+                             field_manager=MANAGER)
+        try:
+            await self._pods.delete(ctx, name, DeleteOptions(uid=uid, grace_period_seconds=0))
+        except StatusError as e:
+            if e.code in (404, 409):
+                return
+            raise
+        self.log.info("Deleted pod {key} bound to missing node {node}", key=key, node=node)

@@ -1,0 +1,79 @@
+# -*- test-case-name: tests.orchlet.test_apiclient -*-
+"""
+The node agent's one way to talk HTTPS to the API server (and webhooks).
+
+The agent sends a handful of small JSON requests over and over (a Lease
+renewal every 10 s, a pod relist every few seconds), so connections are
+kept alive in one persistent pool, closed when the agent stops. The server
+is verified against the cluster CA; the caller is its client certificate,
+or a bearer token while it has none (joining with a bootstrap token).
+Answers come back as C{(code, body)}: JSON decoded, anything else as text,
+so callers branch on codes instead of catching exceptions.
+"""
+
+import orjson
+from treq.client import HTTPClient
+from twisted.web.client import Agent, HTTPConnectionPool
+
+from orchd.client.tls import ClientTLSPolicy
+
+#: Seconds a request may take before it fails (a hung server must not stall heartbeats).
+REQUEST_TIMEOUT = 15.0
+
+
+class APIClient:
+    """
+    JSON requests to one server, over one persistent connection pool.
+
+    @param ca_pem: the CA bundle the server must chain to; None with
+        C{verify=False} only for reading cluster-info before trust exists.
+    @param cert_pem: the client certificate presented (with C{key_pem}).
+    @param token: a bearer token sent with every request.
+    """
+
+    def __init__(self, reactor, server_url, ca_pem, cert_pem=None, key_pem=None, token=None,
+                 verify=True, timeout=REQUEST_TIMEOUT):
+        self.reactor = reactor
+        self.url = server_url.rstrip("/")
+        self.pool = HTTPConnectionPool(reactor, persistent=True)
+        self.pool.retryAutomatically = False
+        policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
+        self.http = HTTPClient(Agent(reactor, contextFactory=policy, pool=self.pool))
+        self._headers = {b"accept": [b"application/json"]}
+        if token:
+            self._headers[b"authorization"] = [b"Bearer " + token.encode("ascii")]
+        self.timeout = timeout
+
+    async def request(self, method, path, body=None, content_type="application/json"):
+        """
+        One request to C{path} (below the server URL, or an absolute URL).
+
+        @param body: a dict/list (sent as JSON), bytes or text; None for none.
+        @return: C{(code, body)}: decoded JSON if the answer is JSON, else text.
+        @raise Exception: for connection failures and timeouts.
+        """
+        headers = dict(self._headers)
+        data = None
+        if body is not None:
+            if isinstance(body, str):
+                data = body.encode("utf-8")
+            elif isinstance(body, bytes):
+                data = body
+            else:
+                data = orjson.dumps(body)
+            headers[b"content-type"] = [content_type.encode("ascii")]
+        url = path if path.startswith(("https://", "http://")) else self.url + path
+        response = await self.http.request(method, url, data=data, headers=headers,
+                                           timeout=self.timeout)
+        raw = await response.content()
+        ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
+        if ctype.startswith(b"application/json") and raw:
+            try:
+                return response.code, orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                pass
+        return response.code, raw.decode("utf-8", "replace")
+
+    def close(self):
+        """Close the kept-alive connections; a Deferred that fires when they are closed."""
+        return self.pool.closeCachedConnections()

@@ -1,0 +1,196 @@
+# -*- test-case-name: tests.orchlet.test_heartbeat -*-
+"""
+The node's heartbeat: its Lease in C{orch-node-lease}, renewed every 10 s.
+
+The node lifecycle controller marks a node unreachable when neither its
+Lease nor its status was renewed within the grace period (40 s), so the
+renewal must keep going through API server hiccups: a failed attempt is
+retried after 0.2 s, doubling up to 7 s (upstream's lease controller
+numbers), and a success returns to the 10 s rhythm. Everything is timed
+with the reactor's clock, so tests drive it with C{task.Clock}.
+"""
+
+import datetime
+
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
+
+LEASE_DURATION = 40
+#: Upstream renews every 0.25 x leaseDurationSeconds.
+RENEW_INTERVAL = LEASE_DURATION * 0.25
+BACKOFF_START = 0.2
+BACKOFF_CAP = 7.0
+LEASES = f"/apis/coordination.orch.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
+
+
+class Backoff:
+    """Delays after consecutive failures: C{start}, doubling, at most C{cap}."""
+
+    def __init__(self, start=BACKOFF_START, cap=BACKOFF_CAP):
+        self.start = start
+        self.cap = cap
+        self._next = start
+
+    def next(self):
+        delay = self._next
+        self._next = min(self._next * 2, self.cap)
+        return delay
+
+    def reset(self):
+        self._next = self.start
+
+
+def micro_time(seconds):
+    """A MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Repeater:
+    """
+    Run C{async step()} every C{interval} seconds after success, with
+    L{Backoff} after failure (an exception or a false result).
+    """
+
+    log = Logger()
+
+    def __init__(self, clock, step, interval, what, backoff=None):
+        self.clock = clock
+        self.step = step
+        self.interval = interval
+        self.what = what
+        self.backoff = backoff or Backoff()
+        self.delays = []            # every delay scheduled, for tests and logs
+        self._call = None
+        self._running = False
+        self._current = None
+
+    def start(self, delay=0):
+        self._running = True
+        self._schedule(delay)
+
+    def _schedule(self, delay):
+        if self._running:
+            self.delays.append(delay)
+            self._call = self.clock.callLater(delay, self._fire)
+
+    def _fire(self):
+        self._call = None
+        self._current = Deferred.fromCoroutine(self._attempt())
+
+    def poke(self):
+        """Run the step now instead of at its scheduled time (if it is not running)."""
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+            self._call = None
+            self.delays.append(0)
+            self._fire()
+
+    async def _attempt(self):
+        try:
+            ok = await self.step()
+        except Exception as e:
+            self.log.warn("{what} failed: {error}", what=self.what, error=e)
+            ok = False
+        self._current = None
+        if ok:
+            self.backoff.reset()
+            self._schedule(self.interval)
+        else:
+            self._schedule(self.backoff.next())
+
+    def stop(self):
+        """Stop; a Deferred that fires once an attempt under way has ended."""
+        self._running = False
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        current, done = self._current, Deferred()
+        if current is None:
+            done.callback(None)
+        else:
+            current.addBoth(lambda _: done.callback(None))
+        return done
+
+
+class LeaseRenewer:
+    """
+    Create the node's Lease, then renew it: one L{Repeater} step per attempt.
+
+    @param api: an L{orchd.orchlet.apiclient.APIClient} (or anything with its C{request}).
+    @param owner: the Node object, for C{ownerReferences} (its uid matters).
+    """
+
+    log = Logger()
+
+    def __init__(self, clock, api, node_name, owner=None, interval=RENEW_INTERVAL,
+                 duration=LEASE_DURATION):
+        self.clock = clock
+        self.api = api
+        self.node_name = node_name
+        self.owner = owner
+        self.duration = duration
+        self.lease = None
+        self.renewals = 0
+        self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease")
+
+    def start(self):
+        self.repeater.start()
+
+    def stop(self):
+        return self.repeater.stop()
+
+    def _spec(self):
+        return {"holderIdentity": self.node_name, "leaseDurationSeconds": self.duration,
+                "renewTime": micro_time(self.clock.seconds())}
+
+    def _new_lease(self):
+        meta = {"name": self.node_name, "namespace": NODE_LEASE_NAMESPACE}
+        if self.owner is not None and self.owner.get("metadata", {}).get("uid"):
+            meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node",
+                                        "name": self.node_name,
+                                        "uid": self.owner["metadata"]["uid"]}]
+        return {"apiVersion": "coordination.orch.io/v1", "kind": "Lease", "metadata": meta,
+                "spec": self._spec()}
+
+    async def renew(self):
+        """One attempt; True on success."""
+        path = f"{LEASES}/{self.node_name}"
+        if self.lease is None:
+            code, body = await self.api.request("GET", path)
+            if code == 404:
+                code, body = await self.api.request("POST", LEASES, self._new_lease())
+                if code != 201:
+                    self.log.warn("Cannot create the node lease: {code} {body}", code=code,
+                                  body=body)
+                    return False
+            elif code != 200:
+                self.log.warn("Cannot read the node lease: {code} {body}", code=code, body=body)
+                return False
+            else:
+                body = await self._update(path, body)
+                if body is None:
+                    return False
+        else:
+            body = await self._update(path, self.lease)
+            if body is None:
+                return False
+        self.lease = body
+        self.renewals += 1
+        return True
+
+    async def _update(self, path, lease):
+        lease = dict(lease, spec=dict(lease.get("spec") or {}, **self._spec()))
+        if not lease["metadata"].get("ownerReferences"):
+            owners = self._new_lease()["metadata"].get("ownerReferences")
+            if owners:
+                lease["metadata"] = dict(lease["metadata"], ownerReferences=owners)
+        code, body = await self.api.request("PUT", path, lease)
+        if code == 200:
+            return body
+        self.log.warn("Cannot renew the node lease: {code} {body}", code=code, body=body)
+        if code in (404, 409):
+            self.lease = None           # read it again (or create it) on the next attempt
+        return None

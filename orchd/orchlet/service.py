@@ -1,0 +1,223 @@
+# -*- test-case-name: tests.integration.test_orchlet_agent -*-
+"""
+The node agent's place in the service tree: credentials, runtime, endpoint, agent.
+
+In-process (the default) it waits for the L{ControlPlane} to be ready, then
+takes its client certificate (C{system:node:<name>} in C{system:nodes}) and
+a serving certificate from the cluster's PKI, stored under the root
+directory and reused while valid, so it is judged like any node by the Node
+authorizer. With C{--orchlet-only} it reads the API server and its
+credentials from C{--orchconfig}, or joins with C{--bootstrap-token} and
+C{--server} once and reuses what the join stored. Its serving certificate is
+then signed by a CA of its own under the root directory: the control plane's
+CA key is not on that machine.
+"""
+
+import datetime
+import os
+
+from cryptography import x509
+from twisted.application.service import MultiService
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.task import deferLater
+from twisted.logger import Logger
+
+from orchd.app.certs import certificate_pem, create_ca, issue_certificate, issued_by
+from orchd.app.certs import private_key_pem
+from orchd.auth.authz.node import NODE_USER_PREFIX, NODES_GROUP
+from orchd.client.orchconfig import load_orchconfig, write_file_atomically
+from orchd.orchlet.agent import NodeAgent
+from orchd.orchlet.apiclient import APIClient
+from orchd.orchlet.bootstrap import credential_paths, join
+from orchd.orchlet.server import OrchletEndpoint
+from orchd.orchlet.simulated import SimulatedRuntime
+
+#: Seconds before a stored certificate's expiry at which a new one is made.
+RENEW_BEFORE = datetime.timedelta(days=1)
+JOIN_RETRY = 5.0
+
+
+def _load_pair(cert_path, key_path, common_name, issuer=None):
+    """The stored C{(cert PEM, key PEM)} if usable for C{common_name}, else None."""
+    try:
+        with open(cert_path, "rb") as stream:
+            cert_pem = stream.read()
+        with open(key_path, "rb") as stream:
+            key_pem = stream.read()
+        certificate = x509.load_pem_x509_certificate(cert_pem)
+    except (OSError, ValueError):
+        return None
+    names = certificate.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+    expires = certificate.not_valid_after_utc
+    if not names or names[0].value != common_name:
+        return None
+    if expires - RENEW_BEFORE < datetime.datetime.now(datetime.timezone.utc):
+        return None
+    if issuer is not None and not issued_by(certificate, issuer):
+        return None
+    return cert_pem, key_pem
+
+
+def _store_pair(cert_path, key_path, pair):
+    os.makedirs(os.path.dirname(cert_path), mode=0o700, exist_ok=True)
+    write_file_atomically(key_path, pair[1], 0o600)
+    write_file_atomically(cert_path, pair[0], 0o600)
+    return pair
+
+
+class OrchletService(MultiService):
+    """
+    One node agent: its endpoint and its L{NodeAgent}, started once credentials exist.
+
+    @param plane: the in-process L{orchd.app.service.ControlPlane}, or None
+        with C{--orchlet-only}.
+    @ivar ready: fires with the agent once it runs (its C{registered} follows).
+    """
+
+    log = Logger()
+
+    def __init__(self, config, reactor, plane=None):
+        super().__init__()
+        self.config = config
+        self.reactor = reactor
+        self.plane = plane
+        self.node_name = config.node_name
+        self.root_dir = config.root_dir
+        self.api = None
+        self.agent = None
+        self.endpoint = None
+        self.runtime = None
+        self.ready = Deferred()
+        self._waiting = None
+        self._work = None
+
+    def startService(self):
+        super().startService()
+        self._work = Deferred.fromCoroutine(self._start())
+        self._work.addErrback(self._failed)
+
+    def _failed(self, failure):
+        if not failure.check(CancelledError):
+            self.log.failure("The node agent could not start", failure)
+
+    async def _wait(self, deferred):
+        """Wait for C{deferred} without changing its result for others; cancellable."""
+        self._waiting = waiter = Deferred()
+
+        def fire(result):
+            if not waiter.called:
+                waiter.callback(None)
+            return result
+        deferred.addBoth(fire)
+        try:
+            await waiter
+        finally:
+            self._waiting = None
+
+    async def _start(self):
+        os.makedirs(self.root_dir, mode=0o700, exist_ok=True)
+        if self.plane is not None:
+            await self._wait(self.plane.ready)
+            cert_pem, key_pem = self._client_pair()
+            self.api = APIClient(self.reactor, self.plane.url, self.plane.pki.server_ca_pem,
+                                 cert_pem, key_pem)
+            client_cas = self.plane.pki.client_ca_pems
+        else:
+            orchconfig = await self._orchconfig()
+            if orchconfig is None:
+                return
+            self.api = APIClient(self.reactor, orchconfig.server, orchconfig.ca_pem,
+                                 orchconfig.client_cert_pem, orchconfig.client_key_pem,
+                                 orchconfig.token)
+            client_cas = [orchconfig.ca_pem] if orchconfig.ca_pem else []
+        if not self.running:
+            return
+        serving_cert, serving_key = self._serving_pair()
+        self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir)
+        self.endpoint = self._endpoint(serving_cert, serving_key, client_cas)
+        self.agent = NodeAgent(self.reactor, self.api, self.runtime, self.node_name,
+                               self.config.bind_address, self.root_dir, self.port)
+        self.agent.setServiceParent(self)
+        self.ready.callback(self.agent)
+
+    def port(self):
+        """The endpoint's real port (the configured one until it listens)."""
+        port = getattr(self.endpoint, "port", None)
+        if port is not None and hasattr(port, "getHost"):
+            return port.getHost().port
+        if isinstance(port, int) and port:
+            return port
+        return self.config.orchlet_port
+
+    # -- credentials -----------------------------------------------------------------------
+
+    def _client_pair(self):
+        """The in-process client certificate, issued by the cluster's PKI and stored."""
+        pki = self.plane.pki
+        cert_path, key_path, _ = credential_paths(self.root_dir)
+        user = NODE_USER_PREFIX + self.node_name
+        issuer = pki.client_signer[0] if pki.client_signer is not None else None
+        pair = _load_pair(cert_path, key_path, user, issuer)
+        if pair is None:
+            pair = _store_pair(cert_path, key_path,
+                               pki.issue_client_certificate(user, [NODES_GROUP]))
+            self.log.info("Issued the node client certificate for {user}", user=user)
+        return pair
+
+    def _serving_pair(self):
+        pki_dir = os.path.join(self.root_dir, "pki")
+        cert_path, key_path = (os.path.join(pki_dir, "orchlet.crt"),
+                               os.path.join(pki_dir, "orchlet.key"))
+        pair = _load_pair(cert_path, key_path, self.node_name)
+        if pair is not None:
+            return pair
+        names = [self.node_name, self.config.bind_address, "localhost", "127.0.0.1"]
+        if self.plane is not None and self.plane.pki.ca_key is not None:
+            pair = self.plane.pki.issue_serving_certificate(names)
+        else:
+            ca_certificate, ca_key = create_ca(f"orchlet-ca@{self.node_name}")
+            certificate, key = issue_certificate(ca_certificate, ca_key, self.node_name,
+                                                 names=names, server=True)
+            pair = (certificate_pem(certificate) + certificate_pem(ca_certificate),
+                    private_key_pem(key))
+        return _store_pair(cert_path, key_path, pair)
+
+    async def _orchconfig(self):
+        """The orchconfig of C{--orchlet-only}: given, stored by an earlier join, or joined."""
+        path = self.config.orchconfig
+        if path is None:
+            path = credential_paths(self.root_dir)[2]
+            token = getattr(self.config, "bootstrap_token", None)
+            while not os.path.exists(path) and self.running:
+                if token is None:
+                    self.log.error("--orchlet-only needs --orchconfig or --bootstrap-token")
+                    return None
+                try:
+                    await join(self.reactor, self.config.server, token, self.node_name,
+                               self.root_dir)
+                except CancelledError:
+                    raise
+                except Exception as e:
+                    self.log.error("Joining with the bootstrap token failed: {error}", error=e)
+                    await self._wait(deferLater(self.reactor, JOIN_RETRY, lambda: None))
+        return load_orchconfig(path) if self.running else None
+
+    # -- parts -----------------------------------------------------------------------------
+
+    def _endpoint(self, cert_pem, key_pem, client_ca_pems):
+        endpoint = OrchletEndpoint(self.reactor, self.config, self.runtime, self.node_name,
+                                   cert_pem, key_pem, client_ca_pems, api=self.api)
+        endpoint.setServiceParent(self)
+        return endpoint
+
+    def stopService(self):
+        return Deferred.fromCoroutine(self._stop())
+
+    async def _stop(self):
+        if self._waiting is not None:
+            self._waiting.cancel()
+        await MultiService.stopService(self)
+        if self._work is not None and not self._work.called:
+            self._work.cancel()
+        if self.api is not None:
+            await self.api.close()

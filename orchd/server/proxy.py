@@ -1,0 +1,264 @@
+# -*- test-case-name: tests.server.test_proxy -*-
+"""
+Streamed subresources: forward a request, and its answer back, unbuffered.
+
+A L{LocationStreamer} is the L{IStreamConnector} of C{nodes/proxy} and
+C{pods/log}: a locator (L{orchd.registry.nodeproxy}) names the URL, an
+C{IAgent} fetches it, and the answer's status, content type and body go
+back to the client as they arrive (C{follow=true} logs never end on their
+own). A slow client pauses the orchlet's connection; a client that leaves
+closes it. A backend that cannot be reached is a 503 C{ServiceUnavailable}
+Status worded as upstream's proxy transport words it.
+"""
+
+from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
+from twisted.web.client import Agent, PotentialDataLoss, ResponseDone
+from twisted.web.http_headers import Headers
+from twisted.web.iweb import UNKNOWN_LENGTH, IBodyProducer
+from zope.interface import implementer
+
+from orchd.api.errors import StatusError
+from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.client.tls import ClientTLSPolicy
+from orchd.registry.catalog import IStreamConnector
+from orchd.registry.nodeproxy import NodeLocator
+from orchd.server.errors import request_gone
+from orchd.server.handlers.scope import MAX_BODY
+
+log = Logger()
+
+#: Seconds to wait for a TCP connection to the orchlet (upstream dials for 30 s).
+CONNECT_TIMEOUT = 30
+#: Most bytes of a backend's error reply turned into a Status message.
+MAX_ERROR_BODY = 50000
+#: Headers that belong to one connection, or to the API server's own
+#: authentication, never forwarded either way.
+_HOP_BY_HOP = frozenset((
+    b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te",
+    b"trailer", b"transfer-encoding", b"upgrade", b"host", b"content-length",
+    b"authorization",
+))
+
+
+def _forwarded(headers):
+    """The request or response headers worth passing on."""
+    out = Headers()
+    for name, values in headers.getAllRawHeaders():
+        lowered = name.lower()
+        if lowered in _HOP_BY_HOP or lowered.startswith(b"impersonate-"):
+            continue
+        out.setRawHeaders(name, values)
+    return out
+
+
+def unreachable(reason):
+    """The Status for a backend that did not answer, as upstream's proxy transport."""
+    value = reason.value if hasattr(reason, "value") else reason
+    reasons = getattr(value, "reasons", None)
+    if reasons:     # ResponseNeverReceived / RequestTransmissionFailed wrap the cause
+        value = reasons[0].value
+    text = str(value) or type(value).__name__
+    return StatusError(503, "ServiceUnavailable", f"error trying to reach service: {text}")
+
+
+@implementer(IBodyProducer)
+class _BytesProducer:
+    """A request body already in memory (capped at L{MAX_BODY}), written at once."""
+
+    def __init__(self, data):
+        self.data = data
+        self.length = len(data)
+
+    def startProducing(self, consumer):
+        consumer.write(self.data)
+        return succeed(None)
+
+    def pauseProducing(self):
+        pass
+
+    def resumeProducing(self):
+        pass
+
+    def stopProducing(self):
+        pass
+
+
+class _Relay(Protocol):
+    """Writes a response body to the client as it arrives; paced by the client."""
+
+    def __init__(self, request, done):
+        self.request = request
+        self.done = done
+
+    def connectionMade(self):
+        # The body transport is a push producer: a full client buffer pauses it.
+        self.request.registerProducer(self.transport, True)
+        self.request.notifyFinish().addErrback(self._client_gone)
+
+    def _client_gone(self, _):
+        self.transport.stopProducing()
+
+    def dataReceived(self, data):
+        if not request_gone(self.request):
+            self.request.write(data)
+
+    def connectionLost(self, reason):
+        request = self.request
+        if not request_gone(request):
+            request.unregisterProducer()
+            if reason.check(ResponseDone, PotentialDataLoss):
+                request.finish()
+            else:
+                # Cut off mid-body: the client must see an incomplete answer.
+                log.info("Proxied response cut off: {reason}", reason=reason.value)
+                request.loseConnection()
+        self.done.callback(None)
+
+
+class _Collect(Protocol):
+    """Reads at most L{MAX_ERROR_BODY} bytes of an error reply."""
+
+    def __init__(self, done):
+        self.done = done
+        self.chunks = []
+        self.size = 0
+
+    def dataReceived(self, data):
+        if self.size < MAX_ERROR_BODY:
+            self.chunks.append(data[:MAX_ERROR_BODY - self.size])
+            self.size += len(data)
+            if self.size >= MAX_ERROR_BODY:
+                self.transport.stopProducing()
+
+    def connectionLost(self, reason):
+        if not reason.check(ResponseDone, PotentialDataLoss):
+            log.debug("Error reply cut off: {reason}", reason=reason.value)
+        self.done.callback(b"".join(self.chunks))
+
+
+_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+            405: "MethodNotAllowed", 409: "Conflict", 422: "Invalid", 429: "TooManyRequests",
+            500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+async def forward(agent, request, url, content_type=None, check_status=False):
+    """
+    Send C{request} (method, headers and body) to C{url} and stream the answer back.
+
+    @param content_type: the content type to answer with, if not the backend's.
+    @param check_status: answer a non-2xx reply as a Status with its text.
+    @raise StatusError: 503 when the backend cannot be reached, or a checked
+        reply's code; nothing has been written then.
+    """
+    body = None
+    if request.method in (b"POST", b"PUT", b"PATCH"):
+        if getattr(request, "too_large", False):
+            raise StatusError.too_large(f"the request body is larger than {MAX_BODY} bytes")
+        request.content.seek(0)
+        body = _BytesProducer(request.content.read())
+    pending = agent.request(request.method, url, _forwarded(request.requestHeaders), body)
+    request.notifyFinish().addErrback(lambda _: pending.cancel())
+    try:
+        response = await pending
+    except CancelledError:
+        return
+    except Exception as e:
+        raise unreachable(e) from None
+    if check_status and not 200 <= response.code < 300:
+        done = Deferred()
+        response.deliverBody(_Collect(done))
+        text = (await done).decode("utf-8", "replace").strip()
+        message = text or (f"the server responded with the status code {response.code} "
+                           "but did not return more information")
+        raise StatusError(response.code, _REASONS.get(response.code, "Unknown"), message)
+    if request_gone(request):
+        response.deliverBody(Protocol())    # drop it; closes the connection
+        return
+    request.setResponseCode(response.code, response.phrase)
+    for name, values in _forwarded(response.headers).getAllRawHeaders():
+        request.responseHeaders.setRawHeaders(name, values)
+    if content_type is not None:
+        request.setHeader(b"content-type", content_type)
+    if response.length is not UNKNOWN_LENGTH and request.method != b"HEAD":
+        request.setHeader(b"content-length", b"%d" % response.length)
+    done = Deferred()
+    response.deliverBody(_Relay(request, done))
+    await done
+
+
+@implementer(IStreamConnector)
+class LocationStreamer:
+    """
+    A streamed subresource: C{locate(ctx, name, info, request)} names a
+    L{orchd.registry.nodeproxy.Location}, L{forward} does the rest.
+
+    @param orchlet_agent: the C{IAgent} for orchlet ports (it presents the
+        API server's orchlet client certificate).
+    @param plain_agent: the C{IAgent} for other ports (no client certificate).
+    """
+
+    def __init__(self, locate, verbs, orchlet_agent, plain_agent):
+        self.locate = locate
+        self.verbs = tuple(verbs)
+        self.orchlet_agent = orchlet_agent
+        self.plain_agent = plain_agent
+
+    async def stream(self, request, ctx, info):
+        location = await self.locate(ctx, info.name, info, request)
+        agent = self.orchlet_agent if location.orchlet else self.plain_agent
+        await forward(agent, request, location.url, location.content_type,
+                      location.check_status)
+
+
+def _proxy_path(info):
+    """The path after C{proxy}, always starting with C{/} (a trailing slash kept)."""
+    rest = "/" + "/".join(info.parts[3:])
+    if len(info.parts) > 3 and info.path.endswith("/"):
+        rest += "/"
+    return rest
+
+
+def orchlet_connectors(orchlet_agent, plain_agent=None):
+    """
+    The Catalog's C{connectors} entries for C{nodes/proxy} and C{pods/log}.
+
+    @param orchlet_agent: see L{orchlet_agent}.
+    """
+    plain_agent = plain_agent or orchlet_agent
+
+    def node_proxy(catalog):
+        locator = NodeLocator(catalog)
+
+        async def locate(ctx, name, info, request):
+            query = request.uri.partition(b"?")[2]
+            return await locator.proxy_location(ctx, name, _proxy_path(info), query)
+        return LocationStreamer(locate, SUBRESOURCE_VERBS["proxy"], orchlet_agent, plain_agent)
+
+    def pod_log(catalog):
+        locator = NodeLocator(catalog)
+
+        async def locate(ctx, name, info, request):
+            return await locator.log_location(ctx, name, request.args)
+        return LocationStreamer(locate, SUBRESOURCE_VERBS["log"], orchlet_agent, plain_agent)
+
+    return {("", "nodes", "proxy"): node_proxy, ("", "pods", "log"): pod_log}
+
+
+def orchlet_agent(reactor, ca_pem, client_cert_pem, client_key_pem, pool=None):
+    """
+    An C{IAgent} for orchlets: verifies their serving certificates against
+    the cluster CA (by address, IP or name) and presents the API server's
+    orchlet client certificate (none when its PEMs are None). Connections
+    are not kept alive unless C{pool} is persistent.
+    """
+    policy = ClientTLSPolicy(ca_pem, client_cert_pem, client_key_pem)
+    return Agent(reactor, contextFactory=policy, connectTimeout=CONNECT_TIMEOUT, pool=pool)
+
+
+def plain_agent(reactor, ca_pem, pool=None):
+    """An C{IAgent} for a node's other ports: C{https} verified by the cluster CA, no client
+    certificate."""
+    return Agent(reactor, contextFactory=ClientTLSPolicy(ca_pem), connectTimeout=CONNECT_TIMEOUT,
+                 pool=pool)

@@ -1,0 +1,90 @@
+"""
+The node agent against a real API server: in-process with its own client
+certificate, and joining from another "machine" with a bootstrap token.
+"""
+
+import os
+import stat
+
+from twisted.internet import reactor
+from twisted.trial.unittest import TestCase
+
+from orchd.app.config import Config
+from orchd.app.service import make_service
+from orchd.orchlet.heartbeat import LEASES
+from tests.auth.bootstraptokens import SECRETS, TOKEN, token_secret
+from tests.integration.support import RunningControlPlane
+
+
+def orchlet_of(top):
+    from orchd.orchlet.service import OrchletService
+    return [service for service in top if isinstance(service, OrchletService)][0]
+
+
+class InProcessOrchletTests(TestCase):
+    timeout = 60
+
+    async def test_registers_and_renews(self):
+        server = await RunningControlPlane(self, no_orchlet=False,
+                                           hostname_override="node-a").start()
+        agent = await orchlet_of(server.top).ready
+        await agent.registered
+        code, node = await server.call("GET", "/api/v1/nodes/node-a")
+        self.assertEqual(code, 200, node)
+        labels = node["metadata"]["labels"]
+        self.assertEqual(labels["orch.io/hostname"], "node-a")
+        self.assertIn("orch.io/os", labels)
+        self.assertIn("orch.io/arch", labels)
+        conditions = {c["type"]: c for c in node["status"]["conditions"]}
+        self.assertEqual((conditions["Ready"]["status"], conditions["Ready"]["reason"]),
+                         ("True", "OrchletReady"))
+        self.assertEqual(conditions["MemoryPressure"]["reason"], "OrchletHasSufficientMemory")
+        self.assertEqual(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+                         orchlet_of(server.top).port())
+        self.assertEqual(node["status"]["capacity"]["pods"], "110")
+        # The endpoint named there answers, with a serving certificate from the cluster CA.
+        code, body = await agent.api.request(
+            "GET", f"https://127.0.0.1:{orchlet_of(server.top).port()}/healthz")
+        self.assertEqual((code, body), (200, "ok"))
+
+        # The Lease: created by the agent, owned by the Node, renewed.
+        self.assertTrue(await agent.lease.renew())
+        code, lease = await server.call("GET", f"{LEASES}/node-a")
+        self.assertEqual(code, 200, lease)
+        self.assertEqual(lease["spec"]["leaseDurationSeconds"], 40)
+        self.assertEqual(lease["metadata"]["ownerReferences"][0]["uid"], node["metadata"]["uid"])
+        first = lease["spec"]["renewTime"]
+        self.assertTrue(await agent.lease.renew())
+        code, lease = await server.call("GET", f"{LEASES}/node-a")
+        self.assertGreater(lease["spec"]["renewTime"], first)
+
+        # The Node authorizer: its own node yes, another's no.
+        code, _ = await agent.api.request("PATCH", "/api/v1/nodes/node-a/status",
+                                          {"status": {}}, "application/merge-patch+json")
+        self.assertEqual(code, 200)
+        code, body = await agent.api.request("PATCH", "/api/v1/nodes/other/status",
+                                             {"status": {}}, "application/merge-patch+json")
+        self.assertEqual(code, 403, body)
+
+
+class JoinTests(TestCase):
+    timeout = 60
+
+    async def test_join_with_bootstrap_token(self):
+        server = await RunningControlPlane(self, enable_bootstrap_token_auth=True,
+                                           controllers=("*", "bootstrapsigner")).start()
+        code, _ = await server.call("POST", SECRETS, token_secret())
+        self.assertEqual(code, 201)
+        config = Config(data_dir=self.mktemp(), orchlet_only=True, bootstrap_token=TOKEN,
+                        server=server.url, hostname_override="joiner", orchlet_port=0)
+        top = make_service(config, reactor)
+        top.startService()
+        self.addCleanup(top.stopService)
+        agent = await orchlet_of(top).ready
+        await agent.registered
+        code, node = await server.call("GET", "/api/v1/nodes/joiner")
+        self.assertEqual(code, 200, node)
+        self.assertEqual(node["metadata"]["labels"]["orch.io/hostname"], "joiner")
+        for name in ("orchlet.orchconfig", "pki/orchlet-client.key", "pki/orchlet-client.crt"):
+            mode = os.stat(os.path.join(config.root_dir, name)).st_mode
+            self.assertEqual(stat.S_IMODE(mode), 0o600, name)

@@ -1,0 +1,43 @@
+"""Fakes for the node agent's unit tests: an API answering from a function, a runtime."""
+
+from zope.interface import implementer
+
+from orchd.orchlet.runtime import IRuntime
+
+
+class FakeAPI:
+    """Records requests; C{answer(method, path, body)} gives C{(code, body)} or raises."""
+
+    def __init__(self, answer=None):
+        self.requests = []
+        self.answer = answer or (lambda method, path, body: (200, body or {}))
+
+    async def request(self, method, path, body=None, content_type="application/json"):
+        self.requests.append((method, path, body, content_type))
+        return self.answer(method, path, body)
+
+    def calls(self, method=None):
+        return [(m, p) for m, p, _, _ in self.requests if method is None or m == method]
+
+
+@implementer(IRuntime)
+class FakeRuntime:
+    name = "fake://1.0"
+    default_checkpoint_timeout = 0
+
+    def __init__(self):
+        self.synced = []
+        self.killed = []
+        self.statuses = {}
+
+    def sync_pod(self, pod):
+        self.synced.append(pod["metadata"]["name"])
+        self.statuses[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = (
+            pod, {"phase": "Running"})
+
+    def kill_pod(self, namespace, name):
+        self.killed.append(name)
+        self.statuses.pop((namespace, name), None)
+
+    def pods(self):
+        return list(self.statuses.values())

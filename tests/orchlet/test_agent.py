@@ -1,0 +1,75 @@
+"""Registration: create the Node (or update it on 409), then start the loops."""
+
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from orchd.orchlet.agent import NodeAgent
+from tests.orchlet.fakes import FakeAPI, FakeRuntime
+
+HEALTHY = {"Ready": True}
+
+
+class NodeAgentTests(SynchronousTestCase):
+    def setUp(self):
+        self.clock = Clock()
+        self.api = FakeAPI(self.answer)
+        self.existing = False
+        self.down = False
+        self.agent = NodeAgent(self.clock, self.api, FakeRuntime(), "n1", "127.0.0.1", ".",
+                               lambda: 4321, probe=lambda: HEALTHY)
+        self.addCleanup(self.agent.stopService)
+
+    def answer(self, method, path, body):
+        if self.down:
+            raise ConnectionRefusedError()
+        if (method, path) == ("POST", "/api/v1/nodes"):
+            if self.existing:
+                return 409, {"reason": "AlreadyExists"}
+            return 201, dict(body, metadata=dict(body["metadata"], uid="u-1"))
+        if method == "GET" and path.startswith("/api/v1/pods"):
+            return 200, {"items": []}
+        if method == "GET":
+            return 404, {}
+        return (201 if method == "POST" else 200), body
+
+    def test_register(self):
+        self.agent.startService()
+        node = self.successResultOf(self.agent.registered)
+        self.assertEqual(node["metadata"]["uid"], "u-1")
+        self.clock.advance(0)
+        calls = self.api.calls()
+        self.assertEqual(calls[:2], [("POST", "/api/v1/nodes"),
+                                     ("PATCH", "/api/v1/nodes/n1/status")])
+        self.assertIn(("POST", "/apis/coordination.orch.io/v1/namespaces/orch-node-lease/leases"),
+                      calls)
+        lease = [b for m, p, b, _ in self.api.requests if p.endswith("/leases")][0]
+        self.assertEqual(lease["metadata"]["ownerReferences"][0]["uid"], "u-1")
+        self.assertTrue(any(p.startswith("/api/v1/pods?fieldSelector=spec.nodeName%3Dn1")
+                            for _, p in calls))
+
+    def test_existing_node_is_updated(self):
+        self.existing = True
+        self.agent.startService()
+        self.successResultOf(self.agent.registered)
+        self.assertEqual(self.api.calls()[:3], [("POST", "/api/v1/nodes"),
+                                                ("PATCH", "/api/v1/nodes/n1"),
+                                                ("PATCH", "/api/v1/nodes/n1/status")])
+        labels = self.api.requests[1][2]["metadata"]["labels"]
+        self.assertEqual(labels["orch.io/hostname"], "n1")
+
+    def test_retried_with_backoff(self):
+        self.down = True
+        self.agent.startService()
+        self.clock.advance(0.2)
+        self.clock.advance(0.4)
+        self.assertEqual(len(self.api.calls()), 3)
+        self.assertNoResult(self.agent.registered)
+        self.down = False
+        self.clock.advance(0.8)
+        self.successResultOf(self.agent.registered)
+
+    def test_stop_while_retrying(self):
+        self.down = True
+        self.agent.startService()
+        self.successResultOf(self.agent.stopService())
+        self.assertEqual(self.clock.getDelayedCalls(), [])
