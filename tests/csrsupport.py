@@ -1,6 +1,7 @@
 """
 CertificateSigningRequest bodies for tests: a node's client certificate
-request (what a joining node sends) and any other client request.
+request (what a joining node sends), a node's serving certificate request
+and any other client request.
 """
 
 import base64
@@ -10,12 +11,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from orchd.app.certs import subject_alternative_names
 from orchd.auth.csr import (
-    SIGNER_KUBE_APISERVER_CLIENT, SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, node_client_request,
+    SIGNER_KUBE_APISERVER_CLIENT, SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_ORCHLET_SERVING,
+    node_client_request,
 )
 
 CSRS = "/apis/certificates.orch.io/v1/certificatesigningrequests"
 NODE_USAGES = ("digital signature", "client auth")
+SERVING_USAGES = ("digital signature", "server auth")
 
 
 def csr_body(name, pem, signer, usages, expiration_seconds=None):
@@ -53,6 +57,28 @@ def client_csr(name, common_name, organizations=(), signer=SIGNER_KUBE_APISERVER
             x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), critical=False)
     pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
     return csr_body(name, pem, signer, usages, **options), key
+
+
+def serving_csr(name, node, names=None, usages=SERVING_USAGES, organizations=("system:nodes",),
+                common_name=None, other_names=()):
+    """
+    A node's serving certificate request: C{(body, key)}.
+
+    @param names: host names and IPs; C{[node, "127.0.0.1"]} by default.
+    @param other_names: more C{x509.GeneralName}s (e-mail, URI) for requests that must fail.
+    """
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o)
+                         for o in organizations]
+                        + [x509.NameAttribute(NameOID.COMMON_NAME,
+                                              common_name or f"system:node:{node}")])
+    builder = x509.CertificateSigningRequestBuilder().subject_name(subject)
+    entries = subject_alternative_names([node, "127.0.0.1"] if names is None else names)
+    entries += list(other_names)
+    if entries:
+        builder = builder.add_extension(x509.SubjectAlternativeName(entries), critical=False)
+    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    return csr_body(name, pem, SIGNER_ORCHLET_SERVING, usages), key
 
 
 def approved(csr, kind="Approved", reason="KubectlApprove"):

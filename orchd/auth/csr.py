@@ -4,10 +4,10 @@ CertificateSigningRequests as signers, approvers and admission read them.
 
 The signer, the approver and the admission plugins must agree on what a
 request says (its decoded C{spec.request}), which state it is in (its
-conditions) and what a node client certificate request looks like: the one
-shape approved without a person, so it is checked in one place. A node
-agent asking for its first certificate builds its request with
-L{node_client_request}, and so do tests.
+conditions) and what a node's client and serving certificate requests
+look like: the shapes approved without a person, so they are checked in
+one place. A node agent builds its requests with L{node_client_request}
+and L{node_serving_request}, and so do tests.
 """
 
 import base64
@@ -19,25 +19,30 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
 from orchd.auth.authz.node import NODE_USER_PREFIX, NODES_GROUP
+from orchd.app.certs import subject_alternative_names
 from orchd.auth.bootstrappolicy.clusterroles import (
     SIGNER_KUBE_APISERVER_CLIENT,
     SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,
+    SIGNER_ORCHLET_SERVING,
 )
 
 __all__ = ["SIGNER_KUBE_APISERVER_CLIENT", "SIGNER_KUBE_APISERVER_CLIENT_ORCHLET",
+           "SIGNER_ORCHLET_SERVING", "node_serving_error", "node_serving_request",
            "CSRError", "parse_request", "condition", "has_true", "is_approved", "usages_of",
            "new_condition", "node_client_error", "api_client_error", "node_client_request",
            "subject_organizations", "subject_common_name", "alternative_names"]
 
 APPROVED, DENIED, FAILED = "Approved", "Denied", "Failed"
-DIGITAL_SIGNATURE, KEY_ENCIPHERMENT, CLIENT_AUTH = (
-    "digital signature", "key encipherment", "client auth")
+DIGITAL_SIGNATURE, KEY_ENCIPHERMENT, CLIENT_AUTH, SERVER_AUTH = (
+    "digital signature", "key encipherment", "client auth", "server auth")
 
 #: Usages a node client certificate request must have, exactly: with or without
 #: key encipherment (which only RSA keys use).
 _NODE_CLIENT_USAGES = ({DIGITAL_SIGNATURE, KEY_ENCIPHERMENT, CLIENT_AUTH},
                        {DIGITAL_SIGNATURE, CLIENT_AUTH})
 _API_CLIENT_OPTIONAL = {DIGITAL_SIGNATURE, KEY_ENCIPHERMENT}
+#: Usages a node serving certificate request may have; C{server auth} is required.
+_NODE_SERVING_USAGES = {DIGITAL_SIGNATURE, KEY_ENCIPHERMENT, SERVER_AUTH}
 
 
 class CSRError(ValueError):
@@ -162,4 +167,46 @@ def node_client_request(node, key):
                          x509.NameAttribute(NameOID.COMMON_NAME, NODE_USER_PREFIX + node)])
     request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(
         key, hashes.SHA256())
+    return request.public_bytes(serialization.Encoding.PEM)
+
+
+def node_serving_error(request, usages):
+    """
+    Why C{request} is not a node serving certificate request (upstream's
+    ValidateKubeletServingCSR), or None when it is one: O exactly
+    C{system:nodes}, CN C{system:node:<name>}, alternative names that are
+    DNS names and IP addresses only (at least one), C{server auth} among
+    the usages and nothing beyond digital signature and key encipherment.
+    """
+    if subject_organizations(request) != [NODES_GROUP]:
+        return f"subject organization is not {NODES_GROUP}"
+    names = alternative_names(request)
+    if names is None or not (names.get_values_for_type(x509.DNSName)
+                             or names.get_values_for_type(x509.IPAddress)):
+        return "DNS or IP subjectAltName is required"
+    for name in names:
+        if not isinstance(name, (x509.DNSName, x509.IPAddress)):
+            what = {x509.RFC822Name: "Email", x509.UniformResourceIdentifier: "URI"}.get(
+                type(name), type(name).__name__)
+            return f"{what} subjectAltNames are not allowed"
+    if SERVER_AUTH not in usages or not set(usages) <= _NODE_SERVING_USAGES:
+        return f"usages did not match [{', '.join(sorted(_NODE_SERVING_USAGES))}]"
+    common_name = subject_common_name(request)
+    if not common_name.startswith(NODE_USER_PREFIX) or common_name == NODE_USER_PREFIX:
+        return f"subject common name does not begin with {NODE_USER_PREFIX}"
+    return None
+
+
+def node_serving_request(node, key, names):
+    """
+    A PEM certificate request for node C{node}'s serving certificate.
+
+    @param names: host names and IP addresses it is to be valid for.
+    """
+    subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
+                         x509.NameAttribute(NameOID.COMMON_NAME, NODE_USER_PREFIX + node)])
+    request = (x509.CertificateSigningRequestBuilder().subject_name(subject)
+               .add_extension(x509.SubjectAlternativeName(subject_alternative_names(names)),
+                              critical=False)
+               .sign(key, hashes.SHA256()))
     return request.public_bytes(serialization.Encoding.PEM)

@@ -1,17 +1,23 @@
 # -*- test-case-name: tests.controllers.test_csrsigning -*-
 """
 The built-in signer: approved requests for the API server's client signers
-get a certificate from the cluster's client CA.
+get a certificate from the cluster's client CA, node serving requests one
+from the cluster CA.
 
-Only C{orch.io/kube-apiserver-client} and
-C{orch.io/kube-apiserver-client-orchlet} are signed here, because only
-certificates the API server itself trusts are worth issuing from its
-client CA. As upstream's signer does, a request is signed only when it is
-Approved (not Denied, not Failed) and has no certificate yet, and it is
-checked against what its signer may issue first: a request that does not
-fit gets a C{Failed} condition instead, so it is never retried. The
-certificate lasts C{spec.expirationSeconds} (at least ten minutes), at
-most a year, and never beyond the CA.
+Only C{orch.io/kube-apiserver-client},
+C{orch.io/kube-apiserver-client-orchlet} and C{orch.io/orchlet-serving}
+are signed here, because only certificates the API server itself trusts
+are worth issuing: client certificates it verifies against its client CA,
+and node agents' serving certificates against the cluster CA when it
+proxies to them (C{nodes/proxy}, logs), so a node that joined from another
+machine must have one from that CA, whose key it does not have. As
+upstream's signer does, a request is signed only when it is Approved (not
+Denied, not Failed) and has no certificate yet, and it is checked against
+what its signer may issue first: a request that does not fit gets a
+C{Failed} condition instead, so it is never retried. A signer whose CA key
+is not here leaves its requests alone. The certificate lasts
+C{spec.expirationSeconds} (at least ten minutes), at most a year, and
+never beyond the CA.
 """
 
 import base64
@@ -23,9 +29,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from orchd.app.certs import certificate_pem
 from orchd.auth.csr import (
-    CLIENT_AUTH, DIGITAL_SIGNATURE, FAILED, KEY_ENCIPHERMENT, SIGNER_KUBE_APISERVER_CLIENT,
-    SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, CSRError, alternative_names, api_client_error,
-    has_true, is_approved, new_condition, node_client_error, parse_request, usages_of,
+    CLIENT_AUTH, DIGITAL_SIGNATURE, FAILED, KEY_ENCIPHERMENT, SERVER_AUTH,
+    SIGNER_KUBE_APISERVER_CLIENT, SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_ORCHLET_SERVING,
+    CSRError, alternative_names, api_client_error, has_true, is_approved, new_condition,
+    node_client_error, node_serving_error, parse_request, usages_of,
 )
 from orchd.controllers.csrbase import CSRController
 
@@ -33,6 +40,26 @@ from orchd.controllers.csrbase import CSRController
 CHECKS = {
     SIGNER_KUBE_APISERVER_CLIENT: lambda request, usages: api_client_error(usages),
     SIGNER_KUBE_APISERVER_CLIENT_ORCHLET: node_client_error,
+    SIGNER_ORCHLET_SERVING: node_serving_error,
+}
+
+
+def _client_ca(pki):
+    return pki.client_signer if pki.can_sign_clients else None
+
+
+def _cluster_ca(pki):
+    """The CA the API server verifies node agents' serving certificates with."""
+    if getattr(pki, "ca_key", None) is None:
+        return None
+    return pki.ca_certificate, pki.ca_key
+
+
+#: Signer name -> C{pki -> (CA certificate, CA key)}, or None when its key is missing.
+CAS = {
+    SIGNER_KUBE_APISERVER_CLIENT: _client_ca,
+    SIGNER_KUBE_APISERVER_CLIENT_ORCHLET: _client_ca,
+    SIGNER_ORCHLET_SERVING: _cluster_ca,
 }
 DEFAULT_DURATION = 365 * 24 * 3600
 MIN_DURATION = 600
@@ -73,9 +100,11 @@ def sign(request, usages, ca_certificate, ca_key, now, lifetime):
             key_encipherment=KEY_ENCIPHERMENT in usages, data_encipherment=False,
             key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False,
             decipher_only=False), critical=True)
-    if CLIENT_AUTH in usages:
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    extended = [oid for usage, oid in ((CLIENT_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH),
+                                       (SERVER_AUTH, ExtendedKeyUsageOID.SERVER_AUTH))
+                if usage in usages]
+    if extended:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
     names = alternative_names(request)
     if names is not None:
         builder = builder.add_extension(names, critical=False)
@@ -84,7 +113,8 @@ def sign(request, usages, ca_certificate, ca_key, now, lifetime):
 
 class CSRSigningController(CSRController):
     """
-    @param pki: the L{orchd.app.pki.PKI}; its C{client_signer} signs.
+    @param pki: the L{orchd.app.pki.PKI}; its C{client_signer} signs client
+        certificates, its cluster CA serving certificates (see L{CAS}).
     """
 
     name = "csrsigning"
@@ -98,13 +128,15 @@ class CSRSigningController(CSRController):
         return cls(env.catalog, env.clock, env.pki)
 
     def disabled(self):
-        if self._pki is None or not self._pki.can_sign_clients:
-            return "the client CA's key is not available"
+        if self._pki is None or not any(ca(self._pki) for ca in CAS.values()):
+            return "no CA key is available"
         return None
 
     def wants(self, csr):
         spec, status = csr.get("spec") or {}, csr.get("status") or {}
-        return (spec.get("signerName") in CHECKS and is_approved(csr)
+        signer = spec.get("signerName")
+        return (signer in CHECKS and self._pki is not None and CAS[signer](self._pki) is not None
+                and is_approved(csr)
                 and not has_true(csr, FAILED) and not status.get("certificate"))
 
     async def handle(self, csr):
@@ -124,7 +156,7 @@ class CSRSigningController(CSRController):
                 self.log.info("Request {name} failed validation: {why}",
                               name=csr["metadata"]["name"], why=why)
             return
-        ca_certificate, ca_key = self._pki.client_signer
+        ca_certificate, ca_key = CAS[spec["signerName"]](self._pki)
         certificate = sign(request, usages, ca_certificate, ca_key, self.now(),
                            duration(spec.get("expirationSeconds")))
         status["certificate"] = base64.b64encode(certificate_pem(certificate)).decode()

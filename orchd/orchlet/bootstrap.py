@@ -103,19 +103,25 @@ async def fetch_trust(reactor, server, token, wait=WAIT, interval=POLL_INTERVAL)
     return verify_cluster_info(configmap, token)
 
 
-async def request_certificate(reactor, api, node_name, wait=WAIT, interval=POLL_INTERVAL):
-    """C{(certificate PEM, key PEM)} for C{node_name}, through a CSR sent with C{api}."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = f"node-csr-{secrets.token_hex(8)}"
+async def create_csr(api, prefix, pem, signer, usages):
+    """Send a CertificateSigningRequest for PEM request C{pem}; its name."""
+    name = f"{prefix}{secrets.token_hex(8)}"
     body = {"apiVersion": "certificates.orch.io/v1", "kind": "CertificateSigningRequest",
             "metadata": {"name": name},
-            "spec": {"request": base64.b64encode(node_client_request(node_name, key)).decode(),
-                     "signerName": SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,
-                     "usages": ["digital signature", "client auth"]}}
+            "spec": {"request": base64.b64encode(pem).decode(), "signerName": signer,
+                     "usages": list(usages)}}
     code, created = await api.request("POST", CSRS, body)
     if code != 201:
         raise JoinError(f"cannot create CertificateSigningRequest {name}: {code} {created}")
+    return name
 
+
+async def await_certificate(reactor, api, name, wait=WAIT, interval=POLL_INTERVAL):
+    """
+    The PEM certificate issued for CertificateSigningRequest C{name}.
+
+    @raise JoinError: when it is denied or failed, or nothing comes within C{wait} seconds.
+    """
     async def issued():
         code, csr = await api.request("GET", f"{CSRS}/{name}")
         if code != 200:
@@ -127,7 +133,16 @@ async def request_certificate(reactor, api, node_name, wait=WAIT, interval=POLL_
                                 f"{condition.get('message', '')}")
         return status.get("certificate")
     certificate = await _poll(reactor, issued, f"CertificateSigningRequest {name}", wait, interval)
-    return base64.b64decode(certificate), private_key_pem(key)
+    return base64.b64decode(certificate)
+
+
+async def request_certificate(reactor, api, node_name, wait=WAIT, interval=POLL_INTERVAL):
+    """C{(certificate PEM, key PEM)} for C{node_name}, through a CSR sent with C{api}."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = await create_csr(api, "node-csr-", node_client_request(node_name, key),
+                            SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,
+                            ["digital signature", "client auth"])
+    return await await_certificate(reactor, api, name, wait, interval), private_key_pem(key)
 
 
 async def join(reactor, server, token, node_name, root_dir, wait=WAIT, interval=POLL_INTERVAL):

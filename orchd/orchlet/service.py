@@ -8,9 +8,13 @@ a serving certificate from the cluster's PKI, stored under the root
 directory and reused while valid, so it is judged like any node by the Node
 authorizer. With C{--orchlet-only} it reads the API server and its
 credentials from C{--orchconfig}, or joins with C{--bootstrap-token} and
-C{--server} once and reuses what the join stored. Its serving certificate is
-then signed by a CA of its own under the root directory: the control plane's
-CA key is not on that machine.
+C{--server} once and reuses what the join stored. The control plane's CA
+key is not on that machine, yet the API server verifies the agent's
+serving certificate against that CA when it proxies to it, so the agent
+asks for one with a CSR (L{orchd.orchlet.servingcert}) and starts its
+endpoint and agent only once it has one. A request refused, denied or left
+unsigned is logged and made anew after L{SERVING_RETRY} seconds: no
+self-signed fallback, which the API server could not verify either.
 """
 
 import datetime
@@ -30,11 +34,16 @@ from orchd.orchlet.agent import NodeAgent
 from orchd.orchlet.apiclient import APIClient
 from orchd.orchlet.bootstrap import credential_paths, join
 from orchd.orchlet.server import OrchletEndpoint
+from orchd.orchlet.servingcert import (
+    request_serving_certificate, serving_names, serving_paths, usable,
+)
 from orchd.orchlet.simulated import SimulatedRuntime
 
 #: Seconds before a stored certificate's expiry at which a new one is made.
 RENEW_BEFORE = datetime.timedelta(days=1)
 JOIN_RETRY = 5.0
+#: Seconds between serving certificate requests after one was refused or timed out.
+SERVING_RETRY = 30.0
 
 
 def _load_pair(cert_path, key_path, common_name, issuer=None):
@@ -132,7 +141,13 @@ class OrchletService(MultiService):
             client_cas = [orchconfig.ca_pem] if orchconfig.ca_pem else []
         if not self.running:
             return
-        serving_cert, serving_key = self._serving_pair()
+        if self.plane is not None:
+            serving_cert, serving_key = self._serving_pair()
+        else:
+            serving_pair = await self._requested_serving_pair(client_cas)
+            if serving_pair is None:
+                return
+            serving_cert, serving_key = serving_pair
         self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir)
         self.endpoint = self._endpoint(serving_cert, serving_key, client_cas)
         self.agent = NodeAgent(self.reactor, self.api, self.runtime, self.node_name,
@@ -165,22 +180,43 @@ class OrchletService(MultiService):
         return pair
 
     def _serving_pair(self):
-        pki_dir = os.path.join(self.root_dir, "pki")
-        cert_path, key_path = (os.path.join(pki_dir, "orchlet.crt"),
-                               os.path.join(pki_dir, "orchlet.key"))
+        """The in-process serving certificate, issued by the cluster's PKI and stored."""
+        cert_path, key_path = serving_paths(self.root_dir)
         pair = _load_pair(cert_path, key_path, self.node_name)
         if pair is not None:
             return pair
         names = [self.node_name, self.config.bind_address, "localhost", "127.0.0.1"]
-        if self.plane is not None and self.plane.pki.ca_key is not None:
-            pair = self.plane.pki.issue_serving_certificate(names)
-        else:
-            ca_certificate, ca_key = create_ca(f"orchlet-ca@{self.node_name}")
-            certificate, key = issue_certificate(ca_certificate, ca_key, self.node_name,
-                                                 names=names, server=True)
-            pair = (certificate_pem(certificate) + certificate_pem(ca_certificate),
-                    private_key_pem(key))
-        return _store_pair(cert_path, key_path, pair)
+        if self.plane.pki.ca_key is not None:
+            return _store_pair(cert_path, key_path,
+                               self.plane.pki.issue_serving_certificate(names))
+        self.log.warn("The cluster CA key is missing: the node agent serves with a CA of its "
+                      "own, which the API server cannot verify")
+        ca_certificate, ca_key = create_ca(f"orchlet-ca@{self.node_name}")
+        certificate, key = issue_certificate(ca_certificate, ca_key, self.node_name,
+                                             names=names, server=True)
+        return _store_pair(cert_path, key_path, (certificate_pem(certificate),
+                                                 private_key_pem(key)))
+
+    async def _requested_serving_pair(self, ca_pems):
+        """The serving certificate of C{--orchlet-only}: stored, or asked for until issued."""
+        cert_path, key_path = serving_paths(self.root_dir)
+        names = serving_names(self.node_name, self.config.bind_address)
+        pair = _load_pair(cert_path, key_path, NODE_USER_PREFIX + self.node_name)
+        if pair is not None and usable(pair[0], names, ca_pems):
+            return pair
+        while self.running:
+            try:
+                pair = await request_serving_certificate(self.reactor, self.api, self.node_name,
+                                                         names, self.log)
+                return _store_pair(cert_path, key_path, pair)
+            except CancelledError:
+                raise
+            except Exception as e:
+                self.log.error("No serving certificate yet ({error}); asking again in "
+                               "{retry:.0f} s. The API server cannot reach this node's "
+                               "endpoint until one is issued.", error=e, retry=SERVING_RETRY)
+                await self._wait(deferLater(self.reactor, SERVING_RETRY, lambda: None))
+        return None
 
     async def _orchconfig(self):
         """The orchconfig of C{--orchlet-only}: given, stored by an earlier join, or joined."""

@@ -69,7 +69,7 @@ class ResourceReads:
         return self.decode(kv)
 
     async def find(self, ctx, name):
-        """The object called C{name} as stored now, or None: for callers to whom absence is an answer."""
+        """The object called C{name} as stored now, or None (absence is an answer)."""
         kv = await self.store.get(self._key(ctx.namespace, name))
         return None if kv is None else self.decode(kv)
 

@@ -5,7 +5,8 @@ The API server's twisted.web Site: every request's way through the server.
 request info -> authentication -> impersonation -> in-flight limit -> authorization -> route:
 health, discovery and OpenAPI for non-resource paths, the verb handler for
 resource requests (or, for a streamed subresource such as C{nodes/proxy},
-the connector that writes the response itself). Errors from any step are written once, as a Status.
+the connector that writes the response itself). Errors from any step are
+written once, as a Status.
 """
 
 from io import BytesIO

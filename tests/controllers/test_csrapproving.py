@@ -1,6 +1,7 @@
 """
-The node client approver, with RBAC and the bootstrap policy deciding who
-may have node client certificates approved.
+The node certificate approver, with RBAC and the bootstrap policy deciding
+who may have node client certificates approved, and the node itself alone
+its serving certificates.
 """
 
 from twisted.trial.unittest import SynchronousTestCase
@@ -10,7 +11,7 @@ from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.auth.user import AUTHENTICATED, UserInfo
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.registry.context import RequestContext
-from tests.csrsupport import CSRS, client_csr, node_csr
+from tests.csrsupport import CSRS, client_csr, node_csr, serving_csr
 from tests.support import ADMIN, APIHarness
 
 BOOTSTRAPPER = UserInfo("system:bootstrap:abcdef",
@@ -104,3 +105,59 @@ class ApproverTests(SynchronousTestCase):
         self.assertEqual(code, 200, obj)
         self.start()
         self.assertEqual([c["type"] for c in self.conditions(self.get("denied"))], ["Denied"])
+
+
+class ServingApproverTests(SynchronousTestCase):
+    setUp, start, submit, submit_direct, get, conditions = (
+        ApproverTests.setUp, ApproverTests.start, ApproverTests.submit,
+        ApproverTests.submit_direct, ApproverTests.get, ApproverTests.conditions)
+
+    def reasons(self, csr):
+        return [(c["type"], c["reason"]) for c in self.conditions(csr)]
+
+    def test_node_own_names_approved(self):
+        """A node asking for its name, localhost and any IPs is approved."""
+        body, _ = serving_csr("own", "n1", ["n1", "localhost", "127.0.0.1", "10.1.2.3"])
+        csr = self.submit_direct(NODE, body)
+        self.assertEqual(csr["spec"]["username"], NODE.name)
+        [approved] = self.conditions(csr)
+        self.assertEqual((approved["type"], approved["reason"]), ("Approved", "AutoApproved"))
+        self.assertIn("serving certificate", approved["message"])
+
+    def test_published_host_name_approved(self):
+        """A DNS name the node's Node object publishes is its own too; others are not."""
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "n1", "labels": {"orch.io/hostname": "box.lan"}},
+                "status": {"addresses": [{"type": "InternalDNS", "address": "n1.internal"}]}}
+        code, obj, _ = self.api.as_user(ADMIN).call("POST", "/api/v1/nodes", node)
+        self.assertEqual(code, 201, obj)
+        self.api.as_user(ADMIN).call("PUT", "/api/v1/nodes/n1/status", dict(obj, **{
+            "status": node["status"]}))
+        for name, names in (("label", ["n1", "Box.lan"]), ("address", ["n1.internal"])):
+            csr = self.submit_direct(NODE, serving_csr(name, "n1", names)[0])
+            self.assertEqual(self.reasons(csr), [("Approved", "AutoApproved")], name)
+        csr = self.submit_direct(NODE, serving_csr("foreign", "n1", ["n1", "orchd-apiserver"])[0])
+        self.assertEqual(self.conditions(csr), [])
+
+    def test_others_wait(self):
+        """Another node's names, a bootstrapper, a user in no node group: all wait."""
+        cases = (
+            (NODE, serving_csr("other-node", "n2")[0]),
+            (NODE, serving_csr("foreign-name", "n1", ["n1", "kubernetes.default.svc"])[0]),
+            (BOOTSTRAPPER, serving_csr("bootstrapper", "n1")[0]),
+            (UserInfo("system:node:n1", (AUTHENTICATED,)), serving_csr("no-group", "n1")[0]),
+            (NODE, serving_csr("client-usage", "n1",
+                               usages=("digital signature", "server auth", "client auth"))[0]),
+        )
+        for user, body in cases:
+            csr = self.submit_direct(user, body)
+            self.assertEqual(self.conditions(csr), [], body["metadata"]["name"])
+
+    def test_approver_role_of_controller(self):
+        """The certificate controller's role may approve serving requests."""
+        code, role, _ = self.api.as_user(ADMIN).call(
+            "GET", "/apis/rbac.authorization.orch.io/v1/clusterroles/"
+                   "system:controller:certificate-controller")
+        self.assertEqual(code, 200, role)
+        approve = [r for r in role["rules"] if r["verbs"] == ["approve"]]
+        self.assertIn("orch.io/orchlet-serving", approve[0]["resourceNames"])

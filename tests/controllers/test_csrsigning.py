@@ -1,6 +1,10 @@
-"""The built-in signer: approved client requests get certificates, others never do."""
+"""
+The built-in signer: approved client and node serving requests get
+certificates, others never do.
+"""
 
 import base64
+import ipaddress
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -10,7 +14,9 @@ from twisted.trial.unittest import SynchronousTestCase
 from orchd.app.certs import certificate_pem, create_ca, issued_by, same_key
 from orchd.app.pki import PKI
 from orchd.controllers.csrsigning import DEFAULT_DURATION, CSRSigningController, duration
-from tests.csrsupport import CSRS, approved, client_csr, issued_certificate, node_csr
+from tests.csrsupport import (
+    CSRS, approved, client_csr, issued_certificate, node_csr, serving_csr,
+)
 from tests.support import APIHarness
 
 
@@ -158,6 +164,62 @@ class SignerTests(SynchronousTestCase):
         code, obj = self.call("PUT", f"{CSRS}/n1/status", csr)
         self.assertEqual(code, 422, obj)
         self.assertIn("may not modify existing certificate", obj["message"])
+
+
+class ServingSignerTests(SynchronousTestCase):
+    setUp, call, submit, assertFailed = (SignerTests.setUp, SignerTests.call,
+                                         SignerTests.submit, SignerTests.assertFailed)
+
+    def test_node_serving_certificate(self):
+        """A node serving request gets a server certificate from the cluster CA, with its names."""
+        body, key = serving_csr("serving", "n1", ["n1", "localhost", "10.0.0.7"])
+        certificate = issued_certificate(self.submit(body))
+        self.assertTrue(issued_by(certificate, self.pki.ca_certificate))
+        self.assertTrue(same_key(certificate.public_key(), key.public_key()))
+        self.assertEqual(certificate.subject.rfc4514_string(), "CN=system:node:n1,O=system:nodes")
+        self.assertEqual(list(certificate.extensions.get_extension_for_class(
+            x509.ExtendedKeyUsage).value), [ExtendedKeyUsageOID.SERVER_AUTH])
+        usage = certificate.extensions.get_extension_for_class(x509.KeyUsage).value
+        self.assertTrue(usage.digital_signature)
+        self.assertFalse(usage.key_encipherment)
+        names = certificate.extensions.get_extension_for_class(
+            x509.SubjectAlternativeName).value
+        self.assertEqual(names.get_values_for_type(x509.DNSName), ["n1", "localhost"])
+        self.assertEqual(names.get_values_for_type(x509.IPAddress),
+                         [ipaddress.ip_address("10.0.0.7")])
+
+    def test_usages(self):
+        """Server auth alone, or with key encipherment, is a serving request too."""
+        for name, usages in (("alone", ("server auth",)),
+                             ("rsa", ("digital signature", "key encipherment", "server auth"))):
+            body, _ = serving_csr(name, "n1", usages=usages)
+            self.assertIsNotNone(issued_certificate(self.submit(body)), name)
+
+    def test_invalid_serving_requests_fail(self):
+        """Anything but a node's serving request fails, as upstream's ValidateKubeletServingCSR."""
+        for (name, options), message in (
+                (("no-names", {"names": []}), "DNS or IP subjectAltName is required"),
+                (("email", {"other_names": [x509.RFC822Name("n1@example.com")]}),
+                 "Email subjectAltNames are not allowed"),
+                (("uri", {"other_names": [x509.UniformResourceIdentifier("spiffe://n1")]}),
+                 "URI subjectAltNames are not allowed"),
+                (("client", {"usages": ("digital signature", "server auth", "client auth")}),
+                 "usages did not match"),
+                (("no-server", {"usages": ("digital signature", "key encipherment")}),
+                 "usages did not match"),
+                (("group", {"organizations": ("system:nodes", "devs")}),
+                 "subject organization is not system:nodes"),
+                (("no-group", {"organizations": ()}), "subject organization is not"),
+                (("user", {"common_name": "alice"}), "subject common name does not begin"),
+                (("empty", {"common_name": "system:node:"}), "subject common name")):
+            body, _ = serving_csr(name, "n1", **options)
+            self.assertFailed(self.submit(body), message)
+
+    def test_without_client_ca_key(self):
+        """Without the client CA's key, serving requests are still signed by the cluster CA."""
+        self.pki.client_signer, self.pki.can_sign_clients = None, False
+        self.assertIsNotNone(issued_certificate(self.submit(serving_csr("s", "n1")[0])))
+        self.assertNotIn("certificate", self.submit(node_csr("c", "n1")[0])["status"])
 
 
 class NoCAKeyTests(SynchronousTestCase):

@@ -6,13 +6,16 @@ certificate, and joining from another "machine" with a bootstrap token.
 import os
 import stat
 
+from cryptography import x509
 from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 
+from orchd.app.certs import issued_by
 from orchd.app.config import Config
 from orchd.app.service import make_service
 from orchd.orchlet.heartbeat import LEASES
 from tests.auth.bootstraptokens import SECRETS, TOKEN, token_secret
+from tests.csrsupport import CSRS
 from tests.integration.support import RunningControlPlane
 
 
@@ -79,12 +82,46 @@ class JoinTests(TestCase):
                         server=server.url, hostname_override="joiner", orchlet_port=0)
         top = make_service(config, reactor)
         top.startService()
-        self.addCleanup(top.stopService)
+        # Whichever service tree runs last (the test restarts it) is stopped.
+        self.addCleanup(lambda: top.stopService() if top.running else None)
         agent = await orchlet_of(top).ready
         await agent.registered
         code, node = await server.call("GET", "/api/v1/nodes/joiner")
         self.assertEqual(code, 200, node)
         self.assertEqual(node["metadata"]["labels"]["orch.io/hostname"], "joiner")
-        for name in ("orchlet.orchconfig", "pki/orchlet-client.key", "pki/orchlet-client.crt"):
+        self.assertEqual(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+                         orchlet_of(top).port())
+        for name in ("orchlet.orchconfig", "pki/orchlet-client.key", "pki/orchlet-client.crt",
+                     "pki/orchlet.key", "pki/orchlet.crt"):
             mode = os.stat(os.path.join(config.root_dir, name)).st_mode
             self.assertEqual(stat.S_IMODE(mode), 0o600, name)
+
+        # Its serving certificate came from the cluster CA through a CSR the node made
+        # for itself, auto-approved, so the API server's node proxy reaches it.
+        code, body = await server.call("GET", "/api/v1/nodes/joiner/proxy/healthz")
+        self.assertEqual((code, body), (200, "ok"))
+        with open(os.path.join(config.root_dir, "pki", "orchlet.crt"), "rb") as stream:
+            served = x509.load_pem_x509_certificates(stream.read())
+        self.assertEqual(len(served), 1)
+        self.assertTrue(issued_by(served[0], server.plane.pki.ca_certificate))
+        self.assertEqual(served[0].subject.rfc4514_string(),
+                         "CN=system:node:joiner,O=system:nodes")
+        code, csrs = await server.call("GET", CSRS)
+        serving = [csr for csr in csrs["items"]
+                   if csr["spec"]["signerName"] == "orch.io/orchlet-serving"]
+        self.assertEqual([csr["spec"]["username"] for csr in serving], ["system:node:joiner"])
+        self.assertEqual([c["reason"] for c in serving[0]["status"]["conditions"]],
+                         ["AutoApproved"])
+
+        # A restart reuses the stored certificates: no new request, the proxy still works.
+        await top.stopService()
+        top = make_service(config, reactor)
+        top.startService()
+        agent = await orchlet_of(top).ready
+        with open(os.path.join(config.root_dir, "pki", "orchlet.crt"), "rb") as stream:
+            self.assertEqual(x509.load_pem_x509_certificates(stream.read()), served)
+        await agent.registered
+        code, csrs = await server.call("GET", CSRS)
+        self.assertEqual(len(csrs["items"]), 2)
+        code, body = await server.call("GET", "/api/v1/nodes/joiner/proxy/healthz")
+        self.assertEqual((code, body), (200, "ok"))

@@ -54,10 +54,10 @@ ORCHLET_API_CLIENT = "orch-apiserver-orchlet-client"
 # The built-in certificate signers.
 SIGNER_KUBE_APISERVER_CLIENT = "orch.io/kube-apiserver-client"
 SIGNER_KUBE_APISERVER_CLIENT_ORCHLET = "orch.io/kube-apiserver-client-orchlet"
-SIGNER_KUBELET_SERVING = "orch.io/kubelet-serving"
+SIGNER_ORCHLET_SERVING = "orch.io/orchlet-serving"
 SIGNER_LEGACY_UNKNOWN = "orch.io/legacy-unknown"
 SIGNERS = (SIGNER_LEGACY_UNKNOWN, SIGNER_KUBE_APISERVER_CLIENT,
-           SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_KUBELET_SERVING)
+           SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_ORCHLET_SERVING)
 
 _CSR = "certificatesigningrequests"
 _CERTIFICATES_PREFIX = f"system:{CERTIFICATES}:"
@@ -227,7 +227,7 @@ _COMPONENTS = (
         rule(READ_UPDATE, [""], ["persistentvolumeclaims"]),
     ]),
     _approver("legacy-unknown-approver", SIGNER_LEGACY_UNKNOWN),
-    _approver("kubelet-serving-approver", SIGNER_KUBELET_SERVING),
+    _approver("orchlet-serving-approver", SIGNER_ORCHLET_SERVING),
     _approver("kube-apiserver-client-approver", SIGNER_KUBE_APISERVER_CLIENT),
     _approver("kube-apiserver-client-orchlet-approver", SIGNER_KUBE_APISERVER_CLIENT_ORCHLET),
     # The service-account issuer's OpenID discovery documents (with and without the slash

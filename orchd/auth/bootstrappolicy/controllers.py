@@ -25,6 +25,7 @@ from orchd.api.kinds import (
 )
 from orchd.auth.bootstrappolicy.clusterroles import (
     SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,
+    SIGNER_ORCHLET_SERVING,
     SIGNERS,
 )
 from orchd.auth.bootstrappolicy.objects import (
@@ -232,7 +233,7 @@ CONTROLLER_RULES = {
         rule(["get", "list", "watch", "delete"], [CERTIFICATES], [_CSR]),
         rule(["update"], [CERTIFICATES], [_CSR + "/status", _CSR + "/approval"]),
         rule(["approve"], [CERTIFICATES], ["signers"],
-             names=[SIGNER_KUBE_APISERVER_CLIENT_ORCHLET]),
+             names=[SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_ORCHLET_SERVING]),
         rule(["sign"], [CERTIFICATES], ["signers"], names=SIGNERS),
         rule(["create"], [AUTHORIZATION], ["subjectaccessreviews"]),
         events_rule(),
