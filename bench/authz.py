@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-from common import ROOT, Orchd, hload, post_all, summarize
+from common import ROOT, Orchd, hload, issue_client_cert, post_all, summarize
 
 RBAC = "rbac.authorization.orch.io"
 CLUSTER_ROLES = f"/apis/{RBAC}/v1/clusterroles"
@@ -119,22 +119,10 @@ def decisions(roles, bindings, seconds=2.0):
 
 def user_identity(orchd, workdir):
     """A client certificate for the bench user from C{orchd}'s CA: C{(cert path, key path)}."""
-    sys.path.insert(0, ROOT)
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-
-    from orchd.app.certs import certificate_pem, issue_certificate, private_key_pem
-
-    pki = os.path.join(orchd.data, "pki")
-    with open(os.path.join(pki, "ca.crt"), "rb") as f:
-        ca = x509.load_pem_x509_certificate(f.read())
-    with open(os.path.join(pki, "ca.key"), "rb") as f:
-        ca_key = serialization.load_pem_private_key(f.read(), None)
-    cert, key = issue_certificate(ca, ca_key, USER, [GROUP], client=True)
     paths = (os.path.join(workdir, "user.crt"), os.path.join(workdir, "user.key"))
-    for path, pem in zip(paths, (certificate_pem(cert), private_key_pem(key))):
-        with open(path, "wb") as f:
-            f.write(pem if isinstance(pem, bytes) else pem.encode())
+    for path, pem in zip(paths, issue_client_cert(orchd, USER, [GROUP])):
+        with open(path, "w") as f:
+            f.write(pem)
     return paths
 
 

@@ -170,16 +170,23 @@ def fill(orchd, namespace, count, template, threads=8):
                      for i in range(count)), threads)
 
 
-def post_all(orchd, writes, threads=8):
-    """POST every ``(path, body)`` of ``writes`` on ``threads`` connections; each must be 201."""
+def post_all(orchd, writes, threads=8, created=None, method="POST", expect=201):
+    """
+    POST every ``(path, body)`` of ``writes`` on ``threads`` connections; each
+    must be 201. ``created(path, body, answer bytes)``, if given, is called
+    for each (from the worker threads). ``method`` and ``expect`` send
+    another method expecting another code (PUT, 200).
+    """
     writes = list(writes)
 
     def worker(start):
         conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
         for path, body in writes[start::threads]:
-            status, data = orchd.request("POST", path, body, conn)
-            if status != 201:
+            status, data = orchd.request(method, path, body, conn)
+            if status != expect:
                 raise SystemExit(f"setup create failed: {status} {data[:200]!r}")
+            if created is not None:
+                created(path, body, data)
         conn.close()
 
     workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
@@ -189,12 +196,36 @@ def post_all(orchd, writes, threads=8):
         w.join()
 
 
+def issue_client_cert(orchd, common_name, organizations=()):
+    """
+    A client certificate from ``orchd``'s CA (pki/ca.key) for user
+    ``common_name`` in groups ``organizations``: ``(cert PEM, key PEM)`` as text.
+    """
+    sys.path.insert(0, ROOT)
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from orchd.app.certs import certificate_pem, issue_certificate, private_key_pem
+
+    ca = getattr(orchd, "_ca", None)
+    if ca is None:
+        pki = os.path.join(orchd.data, "pki")
+        with open(os.path.join(pki, "ca.crt"), "rb") as f:
+            certificate = x509.load_pem_x509_certificate(f.read())
+        with open(os.path.join(pki, "ca.key"), "rb") as f:
+            key = serialization.load_pem_private_key(f.read(), None)
+        ca = orchd._ca = (certificate, key)
+    cert, key = issue_certificate(*ca, common_name, list(organizations), client=True)
+    return tuple(pem if isinstance(pem, str) else pem.decode()
+                 for pem in (certificate_pem(cert), private_key_pem(key)))
+
+
 def raise_file_limit(needed):
     """Raise this process's open-file limit (inherited by orchd and the load) to ``needed``."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         if hard != resource.RLIM_INFINITY and hard < needed:
-            raise SystemExit(f"open-file limit {hard} is below the {needed} the watch case needs")
+            raise SystemExit(f"open-file limit {hard} is below the {needed} this run needs")
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 

@@ -27,13 +27,21 @@ Two more compare orchd with itself: JSON against protobuf (encoding_cases
 below), and the default Node,RBAC against AlwaysAllow with --roles
 ClusterRoles and --bindings bindings stored (authz.py).
 
+heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
+--nodes simulated nodes, each renewing its Lease every --renew-interval
+seconds with its own client certificate over its own connection, measured for
+--heartbeat-secs: orchd's CPU as a fraction of one core, renewal latency (p50,
+p99), errors, and Nodes no longer Ready at the end.
+
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz] [--watchers 1000]
+           [--cases get,create,list,watch,pages,encoding,authz,heartbeats] [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
-           [--page-passes 3] [--roles 1000] [--bindings 5000]
-Needs: the orchd package importable (pip install .), node, taskset (optional).
+           [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
+           [--heartbeat-secs 300] [--renew-interval 10]
+Needs: the orchd package importable (pip install .), node (but for heartbeats
+alone), taskset (optional).
 """
 
 import argparse
@@ -49,12 +57,13 @@ import time
 import urllib.parse
 
 from authz import authz_cases, print_authz
+from heartbeats import heartbeat_cases, print_heartbeats
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
     raise_file_limit, rss_mb, summarize,
 )
 
-CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz")
+CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "heartbeats")
 
 
 def watch_round(orchd, args):
@@ -200,17 +209,26 @@ def main():
     parser.add_argument("--page-passes", type=int, default=3, help="full passes a round")
     parser.add_argument("--roles", type=int, default=1000, help="ClusterRoles in the authz case")
     parser.add_argument("--bindings", type=int, default=5000, help="bindings in the authz case")
+    parser.add_argument("--nodes", type=int, default=1000,
+                        help="simulated nodes in the heartbeats case")
+    parser.add_argument("--heartbeat-secs", type=float, default=300,
+                        help="measured window of the heartbeats case")
+    parser.add_argument("--renew-interval", type=float, default=10,
+                        help="seconds between a node's Lease renewals")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     selected = [c for c in args.cases.split(",") if c]
     unknown = set(selected) - set(CASES)
     if unknown or not selected:
         parser.error(f"--cases: choose from {', '.join(CASES)}")
-    if not shutil.which("node"):
+    if set(selected) - {"heartbeats"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
     if "watch" in selected:
         # One descriptor per watch in orchd and in the load generator.
         raise_file_limit(args.watchers + 1024)
+    if "heartbeats" in selected:
+        # One connection per node in orchd and in the load generator.
+        raise_file_limit(args.nodes + 1024)
 
     workdir = tempfile.mkdtemp(prefix="orchd-bench-")
     template, body_path = make_body(workdir)
@@ -233,8 +251,13 @@ def main():
         authz = os.path.join(workdir, "authz")
         os.mkdir(authz)
         authz_cases(authz, args, template, report)
+    if "heartbeats" in selected:
+        heartbeats = os.path.join(workdir, "heartbeats")
+        os.mkdir(heartbeats)
+        heartbeat_cases(heartbeats, args, report)
     print_report(report)
     print_authz(report)
+    print_heartbeats(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -1,0 +1,145 @@
+"""
+Heartbeats at scale: one orchd and --nodes simulated nodes renewing their
+Leases every --renew-interval seconds.
+
+orchd runs with --no-orchlet, so the simulated nodes are the only ones. Setup
+(not measured) creates each Node with a Ready=True condition and its Lease,
+as admin, and issues each node a client certificate from orchd's CA (CN
+system:node:<name>, O system:nodes) so that every renewal goes through the
+Node authorizer. heartbeat_load.py, a separate process on core 1, then
+renews every Lease on its own keep-alive connection, warms up for one
+interval and measures --heartbeat-secs. Reported: orchd's CPU over the
+window as a fraction of one core (and its busiest interval), renewal latency
+(p50, p99, max), renewals done against expected, errors, and the Nodes whose
+Ready condition is not True at the end (falsely marked Unknown: target 0).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from common import HERE, ROOT, Orchd, cpu_seconds, issue_client_cert, pinned, post_all
+
+LEASES = "/apis/coordination.orch.io/v1/namespaces/orch-node-lease/leases"
+
+
+def node_body(name, now):
+    condition = {"type": "Ready", "status": "True", "reason": "OrchletReady",
+                 "message": "orchlet is posting ready status",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [condition]}}
+
+
+def lease_body(name, renew_time):
+    return {"apiVersion": "coordination.orch.io/v1", "kind": "Lease",
+            "metadata": {"name": name, "namespace": "orch-node-lease"},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                     "renewTime": renew_time}}
+
+
+def setup(orchd, workdir, count):
+    """Nodes, their Leases and certificates; the file heartbeat_load.py reads."""
+    sys.path.insert(0, ROOT)
+    from orchd.orchlet.heartbeat import micro_time
+    from orchd.registry.generic import rfc3339
+
+    names = [f"hb-node-{i:05d}" for i in range(count)]
+    now = rfc3339(time.time())
+    created = []       # the create drops the status: set it with a PUT of nodes/status
+    post_all(orchd, (("/api/v1/nodes", node_body(name, now)) for name in names),
+             created=lambda path, body, data: created.append(json.loads(data)))
+    post_all(orchd, ((f"/api/v1/nodes/{node['metadata']['name']}/status",
+                      dict(node, status=node_body("", now)["status"])) for node in created),
+             method="PUT", expect=200)
+    status, data = orchd.request("GET", "/api/v1/nodes")
+    ready = sum(1 for node in json.loads(data)["items"] if ready_status(node) == "True")
+    if ready != count:
+        raise SystemExit(f"setup: {ready} of {count} nodes are Ready after create")
+    leases = {}
+
+    def keep(path, body, data):
+        leases[body["metadata"]["name"]] = json.loads(data)
+
+    post_all(orchd, ((LEASES, lease_body(name, micro_time(time.time()))) for name in names),
+             created=keep)
+    nodes = []
+    for name in names:
+        cert, key = issue_client_cert(orchd, f"system:node:{name}", ["system:nodes"])
+        nodes.append({"name": name, "cert": cert, "key": key, "lease": leases[name]})
+    path = os.path.join(workdir, "nodes.json")
+    with open(path, "w") as f:
+        json.dump(nodes, f)
+    return path
+
+
+def ready_status(node):
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status")
+    return None
+
+
+def heartbeat_cases(workdir, args, report):
+    """One orchd, --nodes simulated nodes, one measured window of --heartbeat-secs."""
+    print(f"heartbeats: setting up {args.nodes} nodes ...", file=sys.stderr)
+    orchd = Orchd(workdir, "--no-orchlet")
+    try:
+        nodes_file = setup(orchd, workdir, args.nodes)
+        pid = orchd.process.pid
+        print(f"heartbeats: {args.nodes} nodes renewing every {args.renew_interval:g}s, "
+              f"one interval of warm-up, then {args.heartbeat_secs:g}s measured",
+              file=sys.stderr)
+        argv = [sys.executable, os.path.join(HERE, "heartbeat_load.py"), "--url", orchd.url,
+                "--ca", orchd.ca, "--nodes-file", nodes_file,
+                "--interval", str(args.renew_interval), "--secs", str(args.heartbeat_secs)]
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        load = subprocess.Popen(pinned(1, argv), stdout=subprocess.PIPE, text=True, env=env)
+        if load.stdout.readline().strip() != "measuring":
+            load.kill()
+            raise SystemExit("heartbeat_load.py failed before measuring")
+        # orchd's CPU over the window, and over each interval of it (the busiest).
+        samples = [(time.monotonic(), cpu_seconds(pid))]
+        while load.poll() is None and time.monotonic() - samples[0][0] < args.heartbeat_secs:
+            time.sleep(min(args.renew_interval,
+                           max(0.0, samples[0][0] + args.heartbeat_secs - time.monotonic())))
+            samples.append((time.monotonic(), cpu_seconds(pid)))
+        out, _ = load.communicate()
+        if load.returncode != 0:
+            raise SystemExit(f"heartbeat_load.py failed ({load.returncode})")
+        run = json.loads(out.strip().splitlines()[-1])
+        # Right after the last renewals (well within the grace period).
+        _, data = orchd.request("GET", "/api/v1/nodes")
+        not_ready = [node["metadata"]["name"] for node in json.loads(data)["items"]
+                     if ready_status(node) != "True"]
+        # orchd idle with the same nodes: the share that is not the renewals'.
+        idle_before = cpu_seconds(pid)
+        time.sleep(5)
+        idle = (cpu_seconds(pid) - idle_before) / 5
+    finally:
+        orchd.stop()
+    (t0, c0), (t1, c1) = samples[0], samples[-1]
+    shares = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(samples, samples[1:])]
+    run.update(
+        orchd_cpu=round((c1 - c0) / (t1 - t0), 3), orchd_cpu_max=round(max(shares), 3),
+        orchd_cpu_idle=round(idle, 3), not_ready=len(not_ready),
+        not_ready_names=not_ready[:10],
+        cpu_us_per_renewal=round((c1 - c0) / max(run["renewed"], 1) * 1e6))
+    report["heartbeats"] = run
+
+
+def print_heartbeats(report):
+    if "heartbeats" not in report:
+        return
+    h = report["heartbeats"]
+    fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
+    print(f"heartbeats: {h['nodes']} nodes every {h['interval']:g}s for {h['secs']:.0f}s: "
+          f"orchd CPU {h['orchd_cpu']:.1%} of a core (busiest {h['interval']:g}s "
+          f"{h['orchd_cpu_max']:.1%}, idle {h['orchd_cpu_idle']:.1%}; "
+          f"{h['cpu_us_per_renewal']} us a renewal); renewal p50 {fmt(h['p50_ms'])} ms, "
+          f"p99 {fmt(h['p99_ms'])} ms, max {fmt(h['max_ms'])} ms; renewed {h['renewed']} of "
+          f"{h['expected']} (skipped {h['skipped']}), errors {h['errors']}"
+          + (f" {h['failures']}" if h["failures"] else "")
+          + f"; not Ready at the end {h['not_ready']}; load CPU {h['load_cpu']:.2f} cores")
