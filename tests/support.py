@@ -20,6 +20,7 @@ from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
+from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.health import Health
@@ -52,12 +53,13 @@ class APIHarness:
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
-                 service_account_key=None, connectors=None):
+                 service_account_key=None, connectors=None, service_cluster_ip_range=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
             C{self.tokens}), with issuer and audience L{SA_ISSUER}.
         @param connectors: more Catalog C{connectors} (e.g. C{nodes/proxy}).
+        @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -80,7 +82,9 @@ class APIHarness:
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
         self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
                                virtual=review_providers(self.authorizer, self.clock, self.tokens),
-                               plugins=plugins, connectors=connectors)
+                               plugins=plugins, connectors=connectors,
+                               allocators=ServiceAllocators(
+                                   self.store, service_cluster_ip_range or "10.96.0.0/12"))
         if self.issuer is not None:
             self.tokens.add(ServiceAccountTokenAuthenticator(
                 self.catalog, [self.issuer.public_key_pem], SA_ISSUER, (SA_ISSUER,), self.clock))

@@ -19,13 +19,14 @@ class AdmissionAttributes:
 
     @ivar obj: the new object (None for DELETE); mutating plugins may edit it.
     @ivar old: the stored object (None for CREATE).
+    @ivar warn: a callable taking a text for the response's C{Warning} headers.
     """
 
     __slots__ = ("operation", "info", "namespace", "name", "subresource", "obj", "old",
-                 "user", "dry_run")
+                 "user", "dry_run", "warn")
 
     def __init__(self, operation, info, namespace, name, obj, old, user, subresource="",
-                 dry_run=False):
+                 dry_run=False, warn=None):
         self.operation = operation
         self.info = info
         self.namespace = namespace
@@ -35,6 +36,11 @@ class AdmissionAttributes:
         self.user = user
         self.subresource = subresource
         self.dry_run = dry_run
+        self.warn = warn if warn is not None else _no_warning
+
+
+def _no_warning(text):
+    pass
 
 
 class IAdmissionPlugin(Interface):

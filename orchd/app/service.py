@@ -33,8 +33,11 @@ from orchd.auth.authn.x509 import X509Authenticator
 from orchd.admission.certificates import (
     CertificateApproval, CertificateSigning, CertificateSubjectRestriction,
 )
+from orchd.admission.defaultingressclass import DefaultIngressClass
+from orchd.admission.defaultstorageclass import DefaultStorageClass
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
+from orchd.admission.podsecurity.admission import PodSecurity
 from orchd.admission.rbacescalation import RBACEscalation
 from orchd.admission.serviceaccount import ServiceAccountAdmission
 from orchd.auth.authz.factory import Authorization
@@ -47,6 +50,7 @@ from orchd.controllers.manager import (
 from orchd.orchlet.service import OrchletService
 from orchd.registry.catalog import Catalog
 from orchd.registry.reviews import review_providers
+from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
@@ -151,10 +155,12 @@ class ControlPlane(MultiService):
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
+                     DefaultIngressClass(self.store), DefaultStorageClass(self.store),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
-                     CertificateSubjectRestriction()),
+                     CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
-                        **self._orchlet_connectors()})
+                        **self._orchlet_connectors()},
+            allocators=ServiceAllocators(self.store, config.service_cluster_ip_range))
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")

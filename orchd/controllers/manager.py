@@ -5,6 +5,8 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.endpoints import EndpointsController
+from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
@@ -56,6 +58,8 @@ CONTROLLERS = {
     "nodelifecycle": (NodeLifecycleController.from_environment, True),
     "taint-eviction-controller": (_plain(TaintEvictionController), True),
     "podgc": (_plain(PodGarbageCollector), True),
+    "endpoint": (_plain(EndpointsController), True),
+    "endpointslice": (_plain(EndpointSliceController), True),
 }
 
 

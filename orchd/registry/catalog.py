@@ -16,6 +16,7 @@ from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
 from orchd.registry.generic import ResourceStore
 from orchd.registry.kinds import strategy_for
+from orchd.registry.servicealloc import ServiceAllocators
 from orchd.storage.watchcache import WatchCache
 
 
@@ -66,11 +67,16 @@ class Catalog:
         for subresources that take an object of their own kind rather than
         the parent's (C{serviceaccounts/token}), see L{IConnector}, or that
         answer with a stream, see L{IStreamConnector}.
+    @param allocators: the L{ServiceAllocators} of Services' cluster IPs and
+        node ports; the default range over C{store} if None.
     """
 
-    def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None):
+    def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None,
+                 allocators=None):
         self.kinds = tuple(kinds)
         self.store = store
+        #: Where Services take cluster IPs and node ports (default range if None).
+        self.allocators = allocators or ServiceAllocators(store)
         self.clock = clock
         self.admission = AdmissionChain((NamespaceLifecycle(self.get_namespace),) + tuple(plugins))
         self._resources = {}
@@ -84,7 +90,7 @@ class Catalog:
                 if cache is None:
                     cache = self.caches[info.key_prefix()] = WatchCache(
                         store, info.key_prefix(), (info.kind, info.api_version), clock)
-                provider = ResourceStore(info, strategy_for(info), store, clock, self.admission,
+                provider = ResourceStore(info, strategy_for(info, self.allocators), store, clock, self.admission,
                                          cache=cache, field_manager=self.field_manager)
             elif (info.group, info.resource) in virtual:
                 provider = virtual[(info.group, info.resource)](info)

@@ -83,7 +83,7 @@ class ResourceStore(ResourceReads):
             generated = True
         name = meta.get("name", "")
         attributes = AdmissionAttributes(CREATE, info, ctx.namespace, name, obj, None, ctx.user,
-                                         dry_run=ctx.dry_run)
+                                         dry_run=ctx.dry_run, warn=ctx.warn)
         await self.admission.admit(attributes)
         if info.has_status and not self.strategy.keep_status_on_create:
             obj.pop("status", None)
@@ -95,9 +95,14 @@ class ResourceStore(ResourceReads):
         await self.admission.validate(attributes)
         if ctx.dry_run:
             return obj
+        taken = await self.strategy.begin_create(ctx, obj)
         try:
             kv = await self.store.create(self._key(ctx.namespace, name), self._encode(obj))
-        except KeyExistsError:
+        except BaseException as e:
+            if taken is not None:
+                await taken.revert()
+            if not isinstance(e, KeyExistsError):
+                raise
             if generated:
                 raise StatusError.generated_name_taken(info.resource, info.group, name) from None
             raise StatusError.already_exists(info.resource, info.group, name) from None
@@ -226,7 +231,8 @@ class ResourceStore(ResourceReads):
                 "metadata.finalizers",
                 "no new finalizers can be added if the object is being deleted")])
         attributes = AdmissionAttributes(UPDATE, info, ctx.namespace, name, obj, old, ctx.user,
-                                         subresource=subresource, dry_run=ctx.dry_run)
+                                         subresource=subresource, dry_run=ctx.dry_run,
+                                         warn=ctx.warn)
         await self.admission.admit(attributes)
         if not subresource:
             # A subresource write was already shaped by subresource_update.
@@ -250,13 +256,21 @@ class ResourceStore(ResourceReads):
                 await self.store.delete(kv.key, kv.mod_revision)
             except (ConflictError, KeyNotFoundError):
                 return None
+            await strategy.after_delete(ctx, old)
             return obj
+        changes = await strategy.begin_update(ctx, obj, old)
         try:
             stored = await self.store.update(kv.key, self._encode(obj), kv.mod_revision)
-        except ConflictError:
-            return None
-        except KeyNotFoundError:
-            raise self._not_found(name) from None
+        except BaseException as e:
+            if changes is not None:
+                await changes.revert()
+            if isinstance(e, ConflictError):
+                return None
+            if isinstance(e, KeyNotFoundError):
+                raise self._not_found(name) from None
+            raise
+        if changes is not None:
+            await changes.commit()
         meta["resourceVersion"] = str(stored.mod_revision)
         return obj
 
@@ -356,6 +370,7 @@ class ResourceStore(ResourceReads):
                 await self.store.delete(key, kv.mod_revision)
             except (ConflictError, KeyNotFoundError):
                 continue
+            await self.strategy.after_delete(ctx, obj)
             return obj, True
         raise self._too_contended(name)
 

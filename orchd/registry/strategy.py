@@ -44,6 +44,24 @@ class IStrategy(Interface):
     def prepare_for_delete(ctx, obj):
         """Mark an object whose deletion waits on finalizers (e.g. a terminating namespace)."""
 
+    def begin_create(ctx, obj):
+        """
+        (awaitable) Take what a valid new object holds outside itself (e.g. a
+        Service's cluster IP), just before the store write; may fill C{obj}.
+
+        @return: None, or an object whose C{revert()} (awaitable) gives it
+            back when the write fails.
+        """
+
+    def begin_update(ctx, obj, old):
+        """
+        (awaitable) As L{begin_create} for an update: the result's
+        C{commit()} frees what the update gave up, C{revert()} what it took.
+        """
+
+    def after_delete(ctx, obj):
+        """(awaitable) Give back what a removed object held."""
+
     def pending_finalizers(obj):
         """@return: True while something other than metadata.finalizers holds the object."""
 
@@ -92,6 +110,15 @@ class DefaultStrategy:
         return old
 
     def prepare_for_delete(self, ctx, obj):
+        pass
+
+    async def begin_create(self, ctx, obj):
+        return None
+
+    async def begin_update(self, ctx, obj, old):
+        return None
+
+    async def after_delete(self, ctx, obj):
         pass
 
     def pending_finalizers(self, obj):

@@ -289,10 +289,11 @@ class PatchTests(SynchronousTestCase):
         self.api.call("POST", svc, {"metadata": {"name": "s"}, "spec": {"ports": [
             {"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}})
         code, obj, _ = self.api.call("PATCH", svc + "/s", {"spec": {"ports": [
-            {"port": 443, "name": "tls"}, {"port": 8080}]}}, content_type=STRATEGIC_PATCH)
+            {"port": 443, "name": "tls"}, {"port": 8080, "name": "alt"}]}},
+            content_type=STRATEGIC_PATCH)
         self.assertEqual(code, 200)
         self.assertEqual([(p["port"], p.get("name")) for p in obj["spec"]["ports"]],
-                         [(80, "http"), (443, "tls"), (8080, None)])
+                         [(80, "http"), (443, "tls"), (8080, "alt")])
 
     def test_patch_missing_is_404(self):
         """Patching a missing object is 404."""

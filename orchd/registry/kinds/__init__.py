@@ -11,13 +11,16 @@ from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
 from orchd.registry.kinds.event import EventStrategy, EventsV1EventStrategy
 from orchd.registry.kinds.namespace import NamespaceStrategy
+from orchd.registry.kinds.pod import PodStrategy
 from orchd.registry.kinds.rbac import (
     ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
 )
+from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.strategy import DefaultStrategy
 
 _STRATEGIES = {
     ("", "Namespace"): NamespaceStrategy,
+    ("", "Pod"): PodStrategy,
     ("", "ConfigMap"): ConfigMapStrategy,
     ("", "Secret"): SecretStrategy,
     ("apps", "ControllerRevision"): ControllerRevisionStrategy,
@@ -42,10 +45,18 @@ SELECTABLE_FIELDS = {
 }
 
 
-def strategy_for(info):
-    """A fresh strategy for the kind of C{info}."""
+def strategy_for(info, allocators=None):
+    """
+    A fresh strategy for the kind of C{info}.
+
+    @param allocators: the L{orchd.registry.servicealloc.ServiceAllocators}
+        that Services take their cluster IPs and node ports from.
+    """
     key = (info.group, info.kind)
-    strategy = _STRATEGIES.get(key, DefaultStrategy)()
+    if key == ("", "Service"):
+        strategy = ServiceStrategy(allocators)
+    else:
+        strategy = _STRATEGIES.get(key, DefaultStrategy)()
     if key in SELECTABLE_FIELDS:
         strategy.selectable_fields = SELECTABLE_FIELDS[key]
     return strategy

@@ -1,0 +1,106 @@
+# -*- test-case-name: tests.registry.test_pod_annotations -*-
+"""
+Pods: the reserved annotations and labels whose values the API checks.
+
+Two keys carry numbers that controllers read back:
+
+  - C{controller.orch.io/pod-deletion-cost} (an annotation) orders which
+    pods a replica set removes first. Upstream's
+    C{ValidatePodSpecificAnnotations} refuses a value that is not a
+    canonical 32-bit integer ("must be a 32bit integer"): no sign C{+},
+    no leading zeros. As upstream, an update of a pod whose stored value is
+    already invalid is not refused for it.
+  - C{batch.orch.io/job-completion-index} (annotation and label) gives a
+    pod of an Indexed Job its index. Upstream does not check it; here it is
+    reserved for the Job controller: the value must be a canonical
+    non-negative integer within int32, and a key that is newly set or
+    changed is only accepted on a pod whose controlling owner is a
+    C{batch/v1} Job. A pod that already has the key keeps it unchanged
+    (an orphaned pod loses its owner but keeps its index).
+"""
+
+import re
+
+from zope.interface import implementer
+
+from orchd.api.errors import FieldError
+from orchd.registry.strategy import DefaultStrategy, IStrategy
+
+DELETION_COST = "controller.orch.io/pod-deletion-cost"
+COMPLETION_INDEX = "batch.orch.io/job-completion-index"
+_INT32_MAX = 2 ** 31 - 1
+#: Upstream's C{validFirstDigit} and C{ParseInt}: optional C{-}, no C{+}, no leading zeros.
+_CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)$")
+_NON_NEGATIVE_INT = re.compile(r"^(0|[1-9][0-9]*)$")
+
+
+def _mapping(meta, field):
+    value = meta.get(field) if isinstance(meta, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def valid_deletion_cost(value):
+    """True for a canonical decimal int32, as upstream's C{GetDeletionCostFromPodAnnotations}."""
+    return (isinstance(value, str) and bool(_CANONICAL_INT.match(value))
+            and -_INT32_MAX - 1 <= int(value) <= _INT32_MAX)
+
+
+def valid_completion_index(value):
+    """True for a canonical decimal integer from 0 to the int32 maximum."""
+    return (isinstance(value, str) and bool(_NON_NEGATIVE_INT.match(value))
+            and int(value) <= _INT32_MAX)
+
+
+def deletion_cost_errors(meta, old_meta=None):
+    """The 422 of an invalid deletion cost, unless the stored pod's was already invalid."""
+    annotations = _mapping(meta, "annotations")
+    if DELETION_COST not in annotations or valid_deletion_cost(annotations[DELETION_COST]):
+        return []
+    if old_meta is not None:
+        old = _mapping(old_meta, "annotations")
+        if DELETION_COST in old and not valid_deletion_cost(old[DELETION_COST]):
+            return []
+    return [FieldError.invalid(f"metadata.annotations[{DELETION_COST}]",
+                               annotations[DELETION_COST], "must be a 32bit integer")]
+
+
+def controlled_by_job(meta):
+    """True if the pod's controller owner reference is a C{batch/v1} Job."""
+    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+    return any(isinstance(ref, dict) and ref.get("controller") is True
+               and ref.get("kind") == "Job" and ref.get("apiVersion") == "batch/v1"
+               for ref in (refs if isinstance(refs, list) else ()))
+
+
+def completion_index_errors(meta, old_meta=None):
+    """Refuse a new or changed completion index that is invalid or not set for a Job."""
+    errors = []
+    for field in ("annotations", "labels"):
+        values = _mapping(meta, field)
+        if COMPLETION_INDEX not in values:
+            continue
+        value = values[COMPLETION_INDEX]
+        if old_meta is not None and _mapping(old_meta, field).get(COMPLETION_INDEX) == value:
+            continue
+        path = f"metadata.{field}[{COMPLETION_INDEX}]"
+        if not valid_completion_index(value):
+            errors.append(FieldError.invalid(path, value, "must be a non-negative integer"))
+        elif not controlled_by_job(meta):
+            errors.append(FieldError.forbidden(
+                path, "reserved for the Job controller: only a pod controlled by a "
+                      "batch/v1 Job may set it"))
+    return errors
+
+
+@implementer(IStrategy)
+class PodStrategy(DefaultStrategy):
+    """Only the reserved-key rules; the rest of a pod is not validated here yet."""
+
+    def validate(self, ctx, obj):
+        meta = obj.get("metadata")
+        return deletion_cost_errors(meta) + completion_index_errors(meta)
+
+    def validate_update(self, ctx, obj, old):
+        meta, old_meta = obj.get("metadata"), old.get("metadata") or {}
+        return (deletion_cost_errors(meta, old_meta)
+                + completion_index_errors(meta, old_meta))
