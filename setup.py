@@ -15,6 +15,10 @@ setup(
         "orchd.api.proto": ["defs/**/*.proto"],
     },
     include_package_data=True,
+    entry_points={
+        # Snapshots of the store (save, restore, migration between backends).
+        "console_scripts": ["orchd-admin = orchd.app.admin:main"],
+    },
     install_requires=[
         "twisted[tls]>=24.7",
         "treq>=24.9",

@@ -33,15 +33,23 @@ seconds with its own client certificate over its own connection, measured for
 --heartbeat-secs: orchd's CPU as a fraction of one core, renewal latency (p50,
 p99), errors, and Nodes no longer Ready at the end.
 
+etcd (etcd.py, etcdload.js): a single-member etcd on loopback and two orchd
+servers, one with --storage-backend=etcd on it and one on LevelDB: etcd's raw
+put rate through its JSON gateway at 16 connections, then create@16 and
+GET@16 on each orchd; requests/s and the ratio of creates through orchd on
+etcd to raw etcd puts (target >= 0.6). Skipped, with a message, without an
+etcd binary.
+
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,heartbeats] [--watchers 1000]
+           [--cases get,create,list,watch,pages,encoding,authz,heartbeats,etcd]
+           [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
            [--heartbeat-secs 300] [--renew-interval 10]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
-alone), taskset (optional).
+alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
 
 import argparse
@@ -57,13 +65,15 @@ import time
 import urllib.parse
 
 from authz import authz_cases, print_authz
+from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
     raise_file_limit, rss_mb, summarize,
 )
 
-CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "heartbeats")
+CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "heartbeats",
+         "etcd")
 
 
 def watch_round(orchd, args):
@@ -255,9 +265,14 @@ def main():
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
         heartbeat_cases(heartbeats, args, report)
+    if "etcd" in selected:
+        etcd = os.path.join(workdir, "etcd")
+        os.mkdir(etcd)
+        etcd_cases(etcd, args, template, body_path, report)
     print_report(report)
     print_authz(report)
     print_heartbeats(report)
+    print_etcd(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

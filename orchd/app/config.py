@@ -331,6 +331,10 @@ class Config:
     etcd_prefix = _setting(_string, "/registry", "Key prefix of every object in the store.")
     etcd_compaction_interval = _setting(_interval, "5m0s", "How often the store forgets change "
                                         "history older than one interval; 0 never.")
+    etcd_cafile = _setting(_string, None, "CA bundle etcd's serving certificate must chain to "
+                           "(https:// --etcd-servers).")
+    etcd_certfile = _setting(_string, None, "Client certificate (PEM) presented to etcd.")
+    etcd_keyfile = _setting(_string, None, "Private key of --etcd-certfile.")
     service_cluster_ip_range = _setting(_cidr, "10.96.0.0/12",
                                         "CIDR of Service cluster IPs (IPv4 or IPv6).")
     no_orchlet = _setting(parse_bool, "false", "Run no node agent in this process.")
@@ -396,6 +400,15 @@ class Config:
                              + describe_gates() + ".")
     controllers = _setting(_controllers, "*", "Controllers to run: '*' is the default set, "
                            "'name' adds one, '-name' removes one.")
+    leader_elect = _setting(parse_bool, "true", "Run the controllers only while holding the "
+                            "Lease orch-system/orch-controller-manager, so that one of several "
+                            "API servers on one store runs them.")
+    leader_elect_lease_duration = _setting(_interval, "12s", "How long a candidate waits after "
+                                           "the last renewal it saw before taking the Lease.")
+    leader_elect_renew_deadline = _setting(_interval, "8s", "How long the leader tries to renew "
+                                           "before it stops its controllers.")
+    leader_elect_retry_period = _setting(_interval, "2s", "Time between attempts to take or "
+                                         "renew the Lease.")
     livez_grace_period = _setting(_interval, "0s", "Time after start during which /livez "
                                   "does not fail.")
     shutdown_delay_duration = _setting(_interval, "0s", "Time to keep serving after a shutdown "
@@ -459,6 +472,7 @@ BOOLEAN_FLAGS = frozenset(setting.flag for setting in SETTINGS if setting.parse 
 _PAIRS = (
     ("tls_cert_file", "tls_private_key_file"),
     ("orchlet_client_certificate", "orchlet_client_key"),
+    ("etcd_certfile", "etcd_keyfile"),
 )
 #: Authorization modes that need a file, and the setting naming it.
 _MODE_FILES = (("ABAC", "authorization_policy_file"),
@@ -466,7 +480,7 @@ _MODE_FILES = (("ABAC", "authorization_policy_file"),
 _INPUT_FILES = ("authorization_policy_file", "authorization_webhook_config_file",
                 "client_ca_file", "service_account_key_file", "service_account_private_key_file",
                 "tls_cert_file", "tls_private_key_file", "orchlet_client_certificate",
-                "orchlet_client_key")
+                "orchlet_client_key", "etcd_cafile", "etcd_certfile", "etcd_keyfile")
 
 
 def _flag(attribute):
@@ -483,6 +497,11 @@ def _check_combinations(config):
         raise ConfigError("--bootstrap-token is only used with --orchlet-only")
     if config.storage_backend == "etcd" and not config.etcd_servers:
         raise ConfigError("--storage-backend=etcd needs --etcd-servers")
+    if config.leader_elect and not (config.leader_elect_lease_duration
+                                    > config.leader_elect_renew_deadline
+                                    > config.leader_elect_retry_period > 0):
+        raise ConfigError("--leader-elect needs --leader-elect-lease-duration > "
+                          "--leader-elect-renew-deadline > --leader-elect-retry-period > 0")
     for first, second in _PAIRS:
         if (getattr(config, first) is None) != (getattr(config, second) is None):
             raise ConfigError(f"{_flag(first)} and {_flag(second)} must be given together")

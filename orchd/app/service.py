@@ -44,6 +44,7 @@ from orchd.auth.authz.factory import Authorization
 from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
 from orchd.client.orchconfig import OrchConfigError, server_url
+from orchd.controllers.elected import ElectedControllers
 from orchd.controllers.manager import (
     ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
 )
@@ -60,6 +61,7 @@ from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.compactor import Compactor
+from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
 
 PROGRAM = "twistd orchd"
@@ -92,9 +94,6 @@ def make_service(config, reactor=None):
             raise fail("--orchlet-only needs --orchconfig, or --bootstrap-token with --server "
                        "(or the credentials of an earlier join under --root-dir)")
     else:
-        if config.storage_backend != "leveldb":
-            raise fail(f"--storage-backend={config.storage_backend} is not available "
-                       f"in this version")
         plane = ControlPlane(config, reactor)
         plane.setServiceParent(top)
     if not config.no_orchlet:
@@ -186,8 +185,10 @@ class ControlPlane(MultiService):
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
         env = ControllerEnvironment(self.catalog, reactor, self.pki, config, authorizer)
-        for controller in build_controllers(self.controller_names, env):
-            controller.setServiceParent(self)
+        names = self.controller_names
+        self.controllers = ElectedControllers.from_config(
+            lambda: build_controllers(names, env), self.catalog, reactor, config)
+        self.controllers.setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)
         try:
@@ -208,6 +209,14 @@ class ControlPlane(MultiService):
             plain_agent(self.reactor, pki.ca_pem))
 
     def _open_store(self):
+        config = self.config
+        if config.storage_backend == "etcd":
+            try:
+                return EtcdStore(config.etcd_servers, self.reactor, prefix=config.etcd_prefix,
+                                 ca=config.etcd_cafile, cert=config.etcd_certfile,
+                                 key=config.etcd_keyfile)
+            except Exception as e:
+                raise fail(f"cannot use etcd at {', '.join(config.etcd_servers)}: {e}") from None
         path = os.path.join(self.config.data_dir, "store")
         try:
             return LevelDBStore(path, reactor=self.reactor)
@@ -246,6 +255,10 @@ class ControlPlane(MultiService):
                 if e.code != 409:
                     raise
         self._namespaces_hook.finish()
+        # The Lease lives in orch-system, which now exists. The controllers'
+        # C{started} fires once this process leads with them synced, or
+        # follows a leader it has seen holding a valid Lease.
+        self.controllers.campaign()
         try:
             await ensure_cluster_info(self.catalog, self.url, self.pki.server_ca_pem)
         except StatusError as e:

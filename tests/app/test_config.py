@@ -97,7 +97,8 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "enable-bootstrap-token-auth",
                                          "authentication-token-webhook",
                                          "orchlet-anonymous-auth",
-                                         "orchlet-authentication-token-webhook"})
+                                         "orchlet-authentication-token-webhook",
+                                         "leader-elect"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""
@@ -202,6 +203,18 @@ class ValueTests(SynchronousTestCase):
         config = parse("--storage-backend=etcd",
                        "--etcd-servers=http://127.0.0.1:2379,https://e2:2379")
         self.assertEqual(config.etcd_servers, ("http://127.0.0.1:2379", "https://e2:2379"))
+
+    def test_etcd_tls_files(self):
+        """--etcd-cafile/--etcd-certfile/--etcd-keyfile name existing files; cert and key go together."""
+        path = self.mktemp()
+        with open(path, "w") as f:
+            f.write("pem")
+        config = parse("--storage-backend=etcd", "--etcd-servers=https://e1:2379",
+                       f"--etcd-cafile={path}", f"--etcd-certfile={path}", f"--etcd-keyfile={path}")
+        self.assertEqual((config.etcd_cafile, config.etcd_certfile, config.etcd_keyfile),
+                         (path, path, path))
+        self.assertRaises(ConfigError, Config, etcd_certfile=path)
+        self.assertRaises(ConfigError, Config, etcd_cafile="/nonexistent/ca.pem")
 
     def test_feature_gates(self):
         """Feature gates become a FeatureGates object."""
@@ -322,6 +335,17 @@ class ErrorTests(SynchronousTestCase):
         self.assertFails("--livez-grace-period=40", says="missing unit")
         self.assertFails("--pod-eviction-timeout=5x", says="--pod-eviction-timeout")
         self.assertFails("--shutdown-delay-duration=-1s", says="negative")
+
+    def test_leader_election_timing(self):
+        """Lease duration > renew deadline > retry period, unless election is off."""
+        config = parse()
+        self.assertEqual((config.leader_elect, config.leader_elect_lease_duration,
+                          config.leader_elect_renew_deadline,
+                          config.leader_elect_retry_period), (True, 12.0, 8.0, 2.0))
+        self.assertFails("--leader-elect-renew-deadline=12s", says="--leader-elect-lease-duration")
+        self.assertFails("--leader-elect-retry-period=0s", says="--leader-elect-retry-period")
+        self.assertFalse(parse("--leader-elect=false", "--leader-elect-retry-period=0s")
+                         .leader_elect)
 
     def test_booleans(self):
         """A boolean that is not true/false/1/0 is rejected."""

@@ -2,8 +2,8 @@
 """
 The behaviour every L{IStore} backend must have, run against each backend.
 
-L{StoreContract} holds the tests; L{MemoryStoreTests} and
-L{LevelDBStoreTests} run them. The LevelDB store is built with tiny replay
+L{StoreContract} holds the tests; L{MemoryStoreTests}, L{LevelDBStoreTests}
+and L{EtcdStoreTests} (on a real etcd, skipped when it is not installed) run them. The LevelDB store is built with tiny replay
 and sweep chunks, so the multi-turn paths run here too.
 """
 
@@ -28,8 +28,10 @@ from orchd.storage.interfaces import (
     KeyValue,
     StoreUnavailableError,
 )
+from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
 from orchd.storage.memory import MemoryStore
+from tests.etcdsupport import require_etcd, shared_cluster, unique_prefix
 
 CM = "/registry/configmaps/"
 
@@ -74,8 +76,16 @@ class Collector:
 class StoreContract:
     """Behaviour every IStore must have; subclasses provide C{make_store}."""
 
+    #: The store's revision when a test starts: 0 for a fresh store; a shared
+    #: etcd has moved on (it starts at 1 and other tests wrote before).
+    base = 0
+
     def setUp(self):
         self.store = self.make_store()
+
+    def r(self, n):
+        """Revision C{n} of this test: the n-th write since it started."""
+        return self.base + n
 
     async def watch(self, prefix, after, collector=None):
         collector = collector or Collector()
@@ -105,17 +115,17 @@ class StoreContract:
 
     async def test_empty_store(self):
         """An empty store is at revision 0 and holds nothing."""
-        self.assertEqual(await self.store.current_revision(), 0)
+        self.assertEqual(await self.store.current_revision(), self.r(0))
         self.assertIsNone(await self.store.get(CM + "a"))
         result = await self.store.list("/")
-        self.assertEqual((result.items, result.revision, result.more), ([], 0, False))
+        self.assertEqual((result.items, result.revision, result.more), ([], self.r(0), False))
         self.assertEqual(await self.store.count("/"), 0)
         self.assertEqual(self.store.compacted_revision, 0)
 
     async def test_create_then_get(self):
         """A create takes revision 1 as both create and mod revision, and get returns it."""
         created = await self.store.create(CM + "a", b"{}")
-        self.assertEqual(created, KeyValue(CM + "a", b"{}", 1, 1))
+        self.assertEqual(created, KeyValue(CM + "a", b"{}", self.r(1), self.r(1)))
         self.assertEqual(await self.store.get(CM + "a"), created)
 
     async def test_create_existing_key_fails(self):
@@ -124,32 +134,32 @@ class StoreContract:
         error = await self.assertFailure(self.store.create(CM + "a", b"2"), KeyExistsError)
         self.assertEqual(error.key, CM + "a")
         self.assertEqual((await self.store.get(CM + "a")).value, b"1")
-        self.assertEqual(await self.store.current_revision(), 1)
+        self.assertEqual(await self.store.current_revision(), self.r(1))
 
     async def test_every_write_takes_exactly_one_revision(self):
         """Create, update, delete and re-create each advance the revision by one."""
         kv = await self.store.create(CM + "a", b"1")
-        self.assertEqual(await self.store.current_revision(), 1)
+        self.assertEqual(await self.store.current_revision(), self.r(1))
         kv = await self.store.update(CM + "a", b"2", kv.mod_revision)
-        self.assertEqual((kv.mod_revision, await self.store.current_revision()), (2, 2))
+        self.assertEqual((kv.mod_revision, await self.store.current_revision()), (self.r(2),) * 2)
         revision, _ = await self.store.delete(CM + "a")
-        self.assertEqual((revision, await self.store.current_revision()), (3, 3))
+        self.assertEqual((revision, await self.store.current_revision()), (self.r(3),) * 2)
         kv = await self.store.create(CM + "a", b"3")
-        self.assertEqual((kv.create_revision, kv.mod_revision), (4, 4))
+        self.assertEqual((kv.create_revision, kv.mod_revision), (self.r(4),) * 2)
 
     async def test_update_keeps_create_revision(self):
         """An update moves the mod revision and keeps the create revision."""
         await self.fill("x")
         kv = await self.store.create(CM + "a", b"1")
         updated = await self.store.update(CM + "a", b"2", kv.mod_revision)
-        self.assertEqual(updated, KeyValue(CM + "a", b"2", 2, 3))
+        self.assertEqual(updated, KeyValue(CM + "a", b"2", self.r(2), self.r(3)))
         self.assertEqual(await self.store.get(CM + "a"), updated)
 
     async def test_update_missing_key_fails(self):
         """Updating an absent key raises KeyNotFoundError."""
         error = await self.assertFailure(self.store.update(CM + "a", b"1", 1), KeyNotFoundError)
         self.assertEqual(error.key, CM + "a")
-        self.assertEqual(await self.store.current_revision(), 0)
+        self.assertEqual(await self.store.current_revision(), self.r(0))
 
     async def test_update_conflict_carries_current(self):
         """A stale expected revision raises ConflictError carrying the current KeyValue."""
@@ -159,21 +169,21 @@ class StoreContract:
             self.store.update(CM + "a", b"3", kv.mod_revision), ConflictError
         )
         self.assertEqual((error.key, error.current), (CM + "a", current))
-        self.assertEqual(await self.store.current_revision(), 2)
+        self.assertEqual(await self.store.current_revision(), self.r(2))
 
     async def test_delete_returns_revision_and_previous(self):
         """A delete returns its revision and the KeyValue it removed."""
         kv = await self.store.create(CM + "a", b"1")
-        self.assertEqual(await self.store.delete(CM + "a"), (2, kv))
+        self.assertEqual(await self.store.delete(CM + "a"), (self.r(2), kv))
         self.assertIsNone(await self.store.get(CM + "a"))
 
     async def test_delete_with_expected_revision(self):
         """A delete with a stale revision conflicts; with the current one it deletes."""
         kv = await self.store.create(CM + "a", b"1")
         kv = await self.store.update(CM + "a", b"2", kv.mod_revision)
-        error = await self.assertFailure(self.store.delete(CM + "a", 1), ConflictError)
+        error = await self.assertFailure(self.store.delete(CM + "a", self.r(1)), ConflictError)
         self.assertEqual(error.current, kv)
-        self.assertEqual(await self.store.delete(CM + "a", 2), (3, kv))
+        self.assertEqual(await self.store.delete(CM + "a", self.r(2)), (self.r(3), kv))
 
     async def test_delete_missing_key_fails(self):
         """Deleting an absent key raises KeyNotFoundError."""
@@ -185,7 +195,7 @@ class StoreContract:
         await self.fill("a")
         await self.store.delete(CM + "a")
         kv = await self.store.create(CM + "a", b"again")
-        self.assertEqual(kv, KeyValue(CM + "a", b"again", 3, 3))
+        self.assertEqual(kv, KeyValue(CM + "a", b"again", self.r(3), self.r(3)))
 
     async def test_values_round_trip_exactly(self):
         """Every byte of empty, binary and multi-megabyte values comes back unchanged."""
@@ -206,8 +216,8 @@ class StoreContract:
         await self.assertFailure(self.store.create(CM + "a", "text"), TypeError)
         await self.assertFailure(self.store.create(b"/bytes", b""), TypeError)
         kv = await self.store.create(CM + "a", b"")
-        self.assertEqual(kv.mod_revision, 1)
-        self.assertEqual(await self.store.current_revision(), 1)
+        self.assertEqual(kv.mod_revision, self.r(1))
+        self.assertEqual(await self.store.current_revision(), self.r(1))
 
     async def test_unicode_keys_round_trip(self):
         """Keys outside ASCII are stored, listed in code point order and found again."""
@@ -223,7 +233,7 @@ class StoreContract:
             await self.store.create(key, b"")
         result = await self.store.list("/a/")
         self.assertEqual([kv.key for kv in result.items], ["/a/", "/a/x", "/a/y"])
-        self.assertEqual(result.revision, 6)
+        self.assertEqual(result.revision, self.r(6))
         self.assertEqual(await self.store.count("/a/"), 3)
         self.assertEqual(await self.store.count("/"), 6)
 
@@ -237,7 +247,7 @@ class StoreContract:
         await self.fill("a", "b", "c", "d", "e")
         page = await self.store.list(CM, limit=2, count_remaining=True)
         self.assertEqual([kv.key for kv in page.items], [CM + "a", CM + "b"])
-        self.assertEqual((page.more, page.remaining, page.revision), (True, 3, 5))
+        self.assertEqual((page.more, page.remaining, page.revision), (True, 3, self.r(5)))
         page = await self.store.list(CM, start=CM + "c", limit=2, count_remaining=True)
         self.assertEqual([kv.key for kv in page.items], [CM + "c", CM + "d"])
         self.assertEqual((page.more, page.remaining), (True, 1))
@@ -267,14 +277,14 @@ class StoreContract:
         await self.store.update(CM + "b", b"b2", b.mod_revision)
         await self.store.delete(CM + "c")
         await self.fill("d")
-        result = await self.store.list(CM, revision=3)
+        result = await self.store.list(CM, revision=self.r(3))
         self.assertEqual(result.items, [a, b, c])
-        self.assertEqual(result.revision, 3)
-        self.assertEqual(await self.keys(revision=1), ["a"])
-        self.assertEqual(await self.keys(revision=4), ["a", "b", "c"])
-        self.assertEqual(await self.keys(revision=5), ["a", "b"])
-        self.assertEqual(await self.keys(revision=6), ["a", "b", "d"])
-        self.assertEqual((await self.store.list(CM, revision=4)).items[1].value, b"b2")
+        self.assertEqual(result.revision, self.r(3))
+        self.assertEqual(await self.keys(revision=self.r(1)), ["a"])
+        self.assertEqual(await self.keys(revision=self.r(4)), ["a", "b", "c"])
+        self.assertEqual(await self.keys(revision=self.r(5)), ["a", "b"])
+        self.assertEqual(await self.keys(revision=self.r(6)), ["a", "b", "d"])
+        self.assertEqual((await self.store.list(CM, revision=self.r(4))).items[1].value, b"b2")
 
     async def test_list_at_older_revision_pages_consistently(self):
         """Paging at a fixed revision ignores writes made between the pages."""
@@ -299,15 +309,15 @@ class StoreContract:
         await self.fill("a", "b", "c", "d")
         await self.store.delete(CM + "c")
         await self.fill("e", "f")
-        page = await self.store.list(CM, revision=4, limit=1, count_remaining=True)
+        page = await self.store.list(CM, revision=self.r(4), limit=1, count_remaining=True)
         self.assertEqual([kv.key for kv in page.items], [CM + "a"])
         self.assertEqual((page.more, page.remaining), (True, 3))
 
     async def test_list_future_revision_fails(self):
         """A list at a revision the store has not reached raises FutureRevisionError."""
         await self.fill("a")
-        error = await self.assertFailure(self.store.list(CM, revision=2), FutureRevisionError)
-        self.assertEqual((error.requested, error.current), (2, 1))
+        error = await self.assertFailure(self.store.list(CM, revision=self.r(2)), FutureRevisionError)
+        self.assertEqual((error.requested, error.current), (self.r(2), self.r(1)))
 
     async def test_list_after_compaction(self):
         """After compaction the horizon is still listable and older revisions are not."""
@@ -315,12 +325,12 @@ class StoreContract:
         kv = await self.store.get(CM + "a")
         await self.store.update(CM + "a", b"a2", kv.mod_revision)
         await self.store.delete(CM + "b")
-        before = await self.store.list(CM, revision=4)
-        await self.store.compact(4)
-        self.assertEqual(self.store.compacted_revision, 4)
-        self.assertEqual((await self.store.list(CM, revision=4)).items, before.items)
-        error = await self.assertFailure(self.store.list(CM, revision=3), CompactedError)
-        self.assertEqual((error.requested, error.compacted), (3, 4))
+        before = await self.store.list(CM, revision=self.r(4))
+        await self.store.compact(self.r(4))
+        self.assertEqual(self.store.compacted_revision, self.r(4))
+        self.assertEqual((await self.store.list(CM, revision=self.r(4))).items, before.items)
+        error = await self.assertFailure(self.store.list(CM, revision=self.r(3)), CompactedError)
+        self.assertEqual((error.requested, error.compacted), (self.r(3), self.r(4)))
         self.assertEqual(await self.keys(), ["a", "c"])
 
     async def test_compaction_keeps_every_later_state_and_event(self):
@@ -336,9 +346,9 @@ class StoreContract:
             else:
                 await self.store.update(key, b"%d" % step, current.mod_revision)
         latest = await self.store.current_revision()
-        lists = {r: await self.store.list(CM, revision=r) for r in range(1, latest + 1)}
-        watches = {r: await self.replay(CM, r, latest - r) for r in range(1, latest)}
-        for horizon in (20, 21, 45):
+        lists = {r: await self.store.list(CM, revision=r) for r in range(self.r(1), latest + 1)}
+        watches = {r: await self.replay(CM, r, latest - r) for r in range(self.r(1), latest)}
+        for horizon in (self.r(20), self.r(21), self.r(45)):
             await self.store.compact(horizon)
             for revision in range(horizon, latest + 1):
                 listed = await self.store.list(CM, revision=revision)
@@ -350,7 +360,7 @@ class StoreContract:
     async def test_compact_future_revision_fails(self):
         """Compacting past the current revision raises FutureRevisionError."""
         await self.fill("a")
-        await self.assertFailure(self.store.compact(2), FutureRevisionError)
+        await self.assertFailure(self.store.compact(self.r(2)), FutureRevisionError)
         self.assertEqual(self.store.compacted_revision, 0)
 
     async def test_count(self):
@@ -369,7 +379,7 @@ class StoreContract:
         await self.fill("a", "b")
         collector, _ = await self.watch(CM, 0)
         await self.fill("c")
-        self.assertEqual(collector.events, [Event(ADDED, CM + "c", b"c", 3, 3)])
+        self.assertEqual(collector.events, [Event(ADDED, CM + "c", b"c", self.r(3), self.r(3))])
 
     async def test_watch_types_and_prev_value(self):
         """Writes arrive as ADDED, MODIFIED with prev_value, and DELETED with the last value."""
@@ -380,9 +390,9 @@ class StoreContract:
         self.assertEqual(
             collector.events,
             [
-                Event(ADDED, CM + "a", b"1", 1, 1),
-                Event(MODIFIED, CM + "a", b"2", 2, 1, prev_value=b"1"),
-                Event(DELETED, CM + "a", b"2", 3, 1),
+                Event(ADDED, CM + "a", b"1", self.r(1), self.r(1)),
+                Event(MODIFIED, CM + "a", b"2", self.r(2), self.r(1), prev_value=b"1"),
+                Event(DELETED, CM + "a", b"2", self.r(3), self.r(1)),
             ],
         )
 
@@ -391,26 +401,27 @@ class StoreContract:
         kv = await self.store.create(CM + "a", b"1")
         await self.store.update(CM + "a", b"2", kv.mod_revision)
         await self.fill("b", "c", "d", "e", "f")
-        collector, _ = await self.watch(CM, 1)
+        collector, _ = await self.watch(CM, self.r(1))
         await collector.wait_for(6)
         await self.store.delete(CM + "b")
-        self.assertEqual(collector.revisions, [2, 3, 4, 5, 6, 7, 8])
-        self.assertEqual(collector.events[0], Event(MODIFIED, CM + "a", b"2", 2, 1, b"1"))
-        self.assertEqual(collector.events[-1], Event(DELETED, CM + "b", b"b", 8, 3))
+        self.assertEqual(collector.revisions, [self.r(n) for n in range(2, 9)])
+        self.assertEqual(collector.events[0],
+                         Event(MODIFIED, CM + "a", b"2", self.r(2), self.r(1), b"1"))
+        self.assertEqual(collector.events[-1], Event(DELETED, CM + "b", b"b", self.r(8), self.r(3)))
 
     async def test_watch_from_current_revision_sees_nothing_old(self):
         """A watch from the current revision replays nothing and then gets live events."""
         await self.fill("a", "b")
-        collector, _ = await self.watch(CM, 2)
+        collector, _ = await self.watch(CM, self.r(2))
         self.assertEqual(collector.events, [])
         await self.fill("c")
-        self.assertEqual(collector.revisions, [3])
+        self.assertEqual(collector.revisions, [self.r(3)])
 
     async def test_watch_prefix_filtering(self):
         """A watch sees only keys under its prefix, in replay and live alike."""
         await self.store.create("/a/x", b"")
         await self.store.create("/ab/x", b"")
-        collector, _ = await self.watch("/a/", 1)
+        collector, _ = await self.watch("/a/", self.r(1))
         await self.store.create("/ab/y", b"")
         await self.store.create("/a/y", b"")
         await self.store.create("/b", b"")
@@ -425,16 +436,18 @@ class StoreContract:
         kv = await self.store.create(CM + "a", b"1")
         await self.fill("b")
         await self.store.update(CM + "a", b"2", kv.mod_revision)
-        await self.store.compact(2)
+        await self.store.compact(self.r(2))
         error = await self.assertFailure(
-            self.store.watch(CM, 1, Collector().on_events, Collector().on_error), CompactedError
+            self.store.watch(CM, self.r(1), Collector().on_events, Collector().on_error),
+            CompactedError,
         )
-        self.assertEqual((error.requested, error.compacted), (1, 2))
-        events = await self.replay(CM, 2, 1)
-        self.assertEqual(events, [Event(MODIFIED, CM + "a", b"2", 3, 1, prev_value=b"1")])
+        self.assertEqual((error.requested, error.compacted), (self.r(1), self.r(2)))
+        events = await self.replay(CM, self.r(2), 1)
+        self.assertEqual(
+            events, [Event(MODIFIED, CM + "a", b"2", self.r(3), self.r(1), prev_value=b"1")])
         collector, _ = await self.watch(CM, 0)
         await self.fill("c")
-        self.assertEqual(collector.revisions, [4])
+        self.assertEqual(collector.revisions, [self.r(4)])
 
     async def test_watch_stop_stops_delivery(self):
         """After stop() a watch receives nothing more."""
@@ -444,7 +457,7 @@ class StoreContract:
         handle.stop()
         handle.stop()
         await self.fill("b")
-        self.assertEqual(collector.revisions, [1])
+        self.assertEqual(collector.revisions, [self.r(1)])
 
     async def test_raising_callback_does_not_affect_other_watchers(self):
         """A watcher whose callback raises is logged and the other watchers still get every event."""
@@ -455,7 +468,7 @@ class StoreContract:
         await self.store.watch(CM, 0, explode, Collector().on_error)
         collector, _ = await self.watch(CM, 0)
         await self.fill("a", "b")
-        self.assertEqual(collector.revisions, [1, 2])
+        self.assertEqual(collector.revisions, [self.r(1), self.r(2)])
         self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 2)
 
     async def test_watch_sees_writes_made_by_callbacks_in_order(self):
@@ -474,19 +487,19 @@ class StoreContract:
         await self.fill("ping")
         await first.wait_for(2)
         await last.wait_for(2)
-        self.assertEqual(first.revisions, [1, 2])
-        self.assertEqual(last.revisions, [1, 2])
+        self.assertEqual(first.revisions, [self.r(1), self.r(2)])
+        self.assertEqual(last.revisions, [self.r(1), self.r(2)])
 
     async def test_watches_have_no_gaps_or_duplicates(self):
         """Watches started at every revision while writes go on each see one contiguous run."""
         collectors = []
         for step in range(20):
-            collector, _ = await self.watch(CM, step)
+            collector, _ = await self.watch(CM, self.r(step))
             collectors.append((step, collector))
             await self.fill("k%02d" % step)
         for step, collector in collectors:
             await collector.wait_for(20 - step)
-            self.assertEqual(collector.revisions, list(range(step + 1, 21)))
+            self.assertEqual(collector.revisions, [self.r(n) for n in range(step + 1, 21)])
 
     # Life cycle.
 
@@ -522,6 +535,28 @@ class LevelDBStoreTests(StoreContract, TestCase):
         store = LevelDBStore(self.mktemp(), reactor, replay_chunk=3, sweep_chunk=4)
         self.addCleanup(store.close)
         return store
+
+
+class EtcdStoreTests(StoreContract, TestCase):
+    """
+    The contract, run against EtcdStore on a real etcd (one per test process).
+
+    Each test has a prefix of its own, so revisions count from the one etcd
+    had reached when the test began.
+    """
+
+    def make_store(self):
+        store = EtcdStore(shared_cluster().client_urls, reactor, prefix=unique_prefix("contract"))
+        self.addCleanup(store.close)
+        return store
+
+    async def _start(self):
+        self.base = await self.store.current_revision()
+
+    def setUp(self):
+        require_etcd()
+        super().setUp()
+        return defer.Deferred.fromCoroutine(self._start())
 
 
 class MemoryStoreSynchronousTests(SynchronousTestCase):
