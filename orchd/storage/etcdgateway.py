@@ -1,6 +1,6 @@
 # -*- test-case-name: tests.storage.test_contract -*-
 """
-etcd v3's JSON gateway, spoken through treq: requests, errors, fail-over, watch streams.
+etcd v3's JSON gateway over Twisted's HTTP/1.1 Agent: requests, errors, fail-over, watch streams.
 
 The gateway (served by every etcd member on its client URL, C{/v3/...})
 maps each gRPC call to a POST of a JSON body. Keys and values travel as
@@ -14,16 +14,25 @@ Requests go to the current endpoint; one that cannot be connected to is
 skipped for the next, for every call. A call whose request may have
 reached etcd is retried elsewhere only when it is a read, so a write is
 never applied twice.
+
+Calls go straight to C{Agent.request} with a bytes URL, one prebuilt
+L{Headers} and a bytes body producer, and JSON goes through orjson: treq's
+C{HTTPClient} (hyperlink URL parsing, cookie jar, content decoding) cost
+more client CPU per call than the rest of the call together.
 """
 
 import base64
-import json
 
-import treq
+import orjson
 from twisted.internet import defer, error as neterror
 from twisted.internet.protocol import Protocol
-from twisted.web.client import Agent, HTTPConnectionPool, ResponseFailed
+from twisted.web.client import (
+    Agent, HTTPConnectionPool, PartialDownloadError, ResponseFailed, readBody,
+)
+from twisted.web.http_headers import Headers
+from twisted.web.iweb import IBodyProducer
 from twisted.web._newclient import ResponseNeverReceived
+from zope.interface import implementer
 
 from orchd.storage.interfaces import StoreUnavailableError
 
@@ -74,6 +83,40 @@ class EtcdError(Exception):
         return "future revision" in self.message
 
 
+@implementer(IBodyProducer)
+class BytesProducer:
+    """A body already in memory, written at once (FileBodyProducer runs a cooperator task)."""
+
+    def __init__(self, data):
+        self.data = data
+        self.length = len(data)
+
+    def startProducing(self, consumer):
+        consumer.write(self.data)
+        return defer.succeed(None)
+
+    def pauseProducing(self):
+        pass
+
+    def resumeProducing(self):
+        pass
+
+    def stopProducing(self):
+        pass
+
+
+def _partial(failure):
+    """A body cut short without a length still counts, as it did with treq."""
+    failure.trap(PartialDownloadError)
+    return failure.value.response
+
+
+def _with_body(response):
+    """C{(response, body)} once the whole body is in."""
+    d = readBody(response).addErrback(_partial)
+    return d.addCallback(lambda content: (response, content))
+
+
 def revision_of(message):
     """The header revision of a response message (0 when absent)."""
     return int(message.get("header", {}).get("revision", 0))
@@ -91,6 +134,7 @@ class Gateway:
         if not endpoints:
             raise ValueError("etcd needs at least one endpoint")
         self.endpoints = [url.rstrip("/") for url in endpoints]
+        self._urls = [url.encode("ascii") for url in self.endpoints]
         self.current = 0
         self.timeout = timeout
         self.reactor = reactor
@@ -98,10 +142,10 @@ class Gateway:
         self.pool.maxPersistentPerHost = 32
         self.pool.retryAutomatically = False
         if tls_policy is not None:
-            agent = Agent(reactor, contextFactory=tls_policy, pool=self.pool)
+            self.agent = Agent(reactor, contextFactory=tls_policy, pool=self.pool)
         else:
-            agent = Agent(reactor, pool=self.pool)
-        self.http = treq.client.HTTPClient(agent)
+            self.agent = Agent(reactor, pool=self.pool)
+        self._headers = Headers({b"Content-Type": [b"application/json"]})
         self.busy = 0
         self._idle = []
         self.streams = set()
@@ -117,7 +161,7 @@ class Gateway:
         the unread response. Raises L{EtcdError} for a gRPC error and
         L{StoreUnavailableError} when no member can be reached.
         """
-        data = json.dumps(body).encode("ascii")
+        data = orjson.dumps(body)
         self.busy += 1
         try:
             return await self._post(path, data, stream, idempotent)
@@ -128,18 +172,31 @@ class Gateway:
                 for d in idle:
                     d.callback(None)
 
+    async def _exchange(self, url, data):
+        """The response and its body; both cancelled (a L{LOST} failure) after C{timeout}."""
+        d = self.agent.request(b"POST", url, self._headers, BytesProducer(data))
+        d.addCallback(_with_body)
+        timer = self.reactor.callLater(self.timeout, d.cancel)
+        try:
+            return await d
+        finally:
+            if timer.active():
+                timer.cancel()
+
     async def _post(self, path, data, stream, idempotent=True):
         last = None
         for _ in range(len(self.endpoints)):
             index = self.current
-            url = self.endpoints[index] + path
+            url = self._urls[index] + path.encode("ascii")
             try:
-                response = await self.http.post(
-                    url, data=data, headers={b"Content-Type": [b"application/json"]},
-                    unbuffered=stream, timeout=None if stream else self.timeout)
-                if stream and response.code == 200:
-                    return response
-                content = await response.content()
+                if stream:
+                    response = await self.agent.request(b"POST", url, self._headers,
+                                                        BytesProducer(data))
+                    if response.code == 200:
+                        return response
+                    content = (await _with_body(response))[1]
+                else:
+                    response, content = await self._exchange(url, data)
             except NOT_SENT as e:
                 last = e
                 self._next(index)
@@ -149,12 +206,13 @@ class Gateway:
                 self._next(index)
                 if idempotent:
                     continue
-                raise StoreUnavailableError(f"etcd at {url}: outcome unknown: {e}") from None
+                raise StoreUnavailableError(
+                    f"etcd at {url.decode()}: outcome unknown: {e}") from None
             try:
-                answer = json.loads(content) if content else {}
+                answer = orjson.loads(content) if content else {}
             except ValueError:
                 raise StoreUnavailableError(
-                    f"etcd at {url} answered {response.code}: {content[:200]!r}") from None
+                    f"etcd at {url.decode()} answered {response.code}: {content[:200]!r}") from None
             if response.code == 200 and "error" not in answer:
                 return answer
             failure = EtcdError(answer.get("code", 0), answer.get("message") or str(answer))
@@ -164,7 +222,7 @@ class Gateway:
                 continue
             if failure.compacted or failure.future:
                 raise failure
-            raise StoreUnavailableError(f"etcd at {url}: {failure.message}")
+            raise StoreUnavailableError(f"etcd at {url.decode()}: {failure.message}")
         raise StoreUnavailableError(f"no etcd member could be reached: {last}")
 
     def open_stream(self, on_message):
@@ -210,7 +268,7 @@ class LineStream(Protocol):
                 break
             self._buffer = rest
             if line.strip():
-                self.on_message(json.loads(line))
+                self.on_message(orjson.loads(line))
 
     def connectionLost(self, reason):
         if not self.finished.called:
