@@ -7,12 +7,16 @@ this holds their start, stop and the small helpers they read the API
 with, so each module keeps only its rules.
 """
 
+import abc
+from collections import defaultdict
+
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
 from orchd.controllers.informer import Informer
 from orchd.controllers.queue import WorkQueue
+from orchd.storage.interfaces import DELETED
 
 
 def is_terminating(namespace):
@@ -28,7 +32,35 @@ def name_only(obj):
                          "uid": meta.get("uid", "")}}
 
 
-class QueuedController(Service):
+class PodsByNode:
+    """
+    The pods bound to each node, as C{namespace/name} keys, kept from a pods
+    informer whose C{keep} puts the node name first (C{(nodeName, ...)}).
+    """
+
+    def __init__(self):
+        self._keys = defaultdict(set)
+
+    def changed(self, type, obj, old):
+        """Follow one pod change; returns the pod's key and its node ("" when none)."""
+        meta = obj["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        if old is not None and old[0]:
+            keys = self._keys[old[0]]
+            keys.discard(key)
+            if not keys:
+                del self._keys[old[0]]
+        node = "" if type == DELETED else (obj.get("spec") or {}).get("nodeName") or ""
+        if node:
+            self._keys[node].add(key)
+        return key, node
+
+    def pods_on(self, node):
+        """The keys of the pods bound to C{node}, sorted."""
+        return sorted(self._keys.get(node, ()))
+
+
+class QueuedController(Service, metaclass=abc.ABCMeta):
     """
     Informers whose handlers queue keys for C{self._sync(key)}.
 
@@ -70,8 +102,9 @@ class QueuedController(Service):
         self._queue.stop()
         return super().stopService()
 
+    @abc.abstractmethod
     async def _sync(self, key):
-        raise NotImplementedError()
+        """Reconcile what C{key} names; a failure is retried with backoff by the queue."""
 
     async def get_or_none(self, provider, namespace, name):
         """An object read from the store (not a cache), or None when missing."""

@@ -9,6 +9,7 @@ approve/sign checks pass them, and a request that changed under them
 simply comes round again with its newer version.
 """
 
+import abc
 import copy
 
 from orchd.api.errors import StatusError
@@ -38,13 +39,13 @@ class CSRController(QueuedController):
         """Why this controller cannot work, or None."""
         return None
 
+    @abc.abstractmethod
     def wants(self, csr):
         """Whether C{csr} needs this controller's attention."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def handle(self, csr):
         """Act on C{csr} (a copy, which may be changed and written)."""
-        raise NotImplementedError
 
     def startService(self):
         why = self.disabled()

@@ -10,10 +10,8 @@ registered) is looked at again after a quarantine, as upstream's orphan
 check, and removed only if the Node is still missing from the store then.
 """
 
-from collections import defaultdict
-
 from orchd.api.errors import StatusError
-from orchd.controllers.base import QueuedController, name_only
+from orchd.controllers.base import PodsByNode, QueuedController, name_only
 from orchd.registry.context import RequestContext
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
@@ -42,26 +40,19 @@ class PodGarbageCollector(QueuedController):
         self._node_provider = catalog.resource("", "nodes")
         self._pod_prefix = self._pods.info.key_prefix()
         self._node_prefix = self._node_provider.info.key_prefix()
-        self._by_node = defaultdict(set)
+        self._by_node = PodsByNode()
         self._nodes = self.follow("", "nodes", self._node_changed, keep=name_only)
         self._pod_cache = self.follow("", "pods", self._pod_changed, keep=_pod_keep)
 
     def _node_changed(self, type, obj, old):
         if type == DELETED:
-            for key in sorted(self._by_node.get(obj["metadata"]["name"], ())):
+            for key in self._by_node.pods_on(obj["metadata"]["name"]):
                 self._queue.add(key)
 
     def _pod_changed(self, type, obj, old):
-        meta = obj["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        if old is not None and old[0]:
-            self._by_node[old[0]].discard(key)
-            if not self._by_node[old[0]]:
-                del self._by_node[old[0]]
-        node = (obj.get("spec") or {}).get("nodeName")
-        if type == DELETED or not node:
+        key, node = self._by_node.changed(type, obj, old)
+        if not node:
             return
-        self._by_node[node].add(key)
         if self._node_prefix + node not in self._nodes.cache:
             self._queue.add_after(key, self._quarantine)
 

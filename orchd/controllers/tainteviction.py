@@ -13,12 +13,10 @@ Each pending eviction is one timer; a taint removed meanwhile is seen
 when the timer fires, and the pod stays.
 """
 
-from collections import defaultdict
-
 from orchd.api import taints as t
 from orchd.api.errors import StatusError
 from orchd.api.printers.base import parse_time
-from orchd.controllers.base import QueuedController
+from orchd.controllers.base import PodsByNode, QueuedController
 from orchd.registry.context import RequestContext
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
@@ -68,7 +66,7 @@ class TaintEvictionController(QueuedController):
         self._pods = catalog.resource("", "pods")
         self._pod_prefix = self._pods.info.key_prefix()
         self._node_prefix = catalog.resource("", "nodes").info.key_prefix()
-        self._by_node = defaultdict(set)
+        self._by_node = PodsByNode()
         #: When a pending eviction was first judged, for taints without timeAdded.
         self._since = {}
         self._nodes = self.follow("", "nodes", self._node_changed, keep=_no_execute)
@@ -77,22 +75,14 @@ class TaintEvictionController(QueuedController):
     def _node_changed(self, type, obj, old):
         if type == DELETED or _no_execute(obj) == (old or []):
             return
-        for key in sorted(self._by_node.get(obj["metadata"]["name"], ())):
+        for key in self._by_node.pods_on(obj["metadata"]["name"]):
             self._queue.add(key)
 
     def _pod_changed(self, type, obj, old):
-        meta = obj["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
-        if old is not None and old[0]:
-            self._by_node[old[0]].discard(key)
-            if not self._by_node[old[0]]:
-                del self._by_node[old[0]]
+        key, node = self._by_node.changed(type, obj, old)
         if type == DELETED:
             self._since.pop(key, None)
-            return
-        node = (obj.get("spec") or {}).get("nodeName")
-        if node:
-            self._by_node[node].add(key)
+        elif node:
             self._queue.add(key)
 
     async def _sync(self, key):

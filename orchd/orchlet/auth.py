@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.app.config import DEFAULT_AUTHORIZATION_MODE, ConfigError
 from orchd.auth.authn.x509 import X509Authenticator
+from orchd.auth.cache import ExpiringCache
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, UserInfo
 
 ALWAYS_ALLOW = "AlwaysAllow"
@@ -87,30 +88,6 @@ class NodeAttributes:
                 f"subresource={self.subresource}")
 
 
-class _TTLCache:
-    """A small cache whose entries each carry their own lifetime."""
-
-    def __init__(self, clock, limit=4096):
-        self._clock = clock
-        self._entries = {}
-        self._limit = limit
-
-    def get(self, key):
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        expires, value = entry
-        if self._clock.seconds() >= expires:
-            del self._entries[key]
-            return None
-        return value
-
-    def put(self, key, value, ttl):
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        self._entries[key] = (self._clock.seconds() + ttl, value)
-
-
 class OrchletAuth:
     """
     Authentication and authorization of orchlet requests.
@@ -134,8 +111,8 @@ class OrchletAuth:
         self._token_webhook = token_webhook
         self._mode = mode
         self._api = api
-        self._tokens = _TTLCache(clock)
-        self._decisions = _TTLCache(clock)
+        self._tokens = ExpiringCache(clock, 4096)
+        self._decisions = ExpiringCache(clock, 4096)
 
     async def authenticate(self, request):
         """

@@ -11,16 +11,17 @@ closes it. A backend that cannot be reached is a 503 C{ServiceUnavailable}
 Status worded as upstream's proxy transport words it.
 """
 
-from twisted.internet.defer import CancelledError, Deferred, succeed
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.web.client import Agent, PotentialDataLoss, ResponseDone
 from twisted.web.http_headers import Headers
-from twisted.web.iweb import UNKNOWN_LENGTH, IBodyProducer
+from twisted.web.iweb import UNKNOWN_LENGTH
 from zope.interface import implementer
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.client.body import BytesProducer
 from orchd.client.tls import ClientTLSPolicy
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.nodeproxy import NodeLocator
@@ -61,28 +62,6 @@ def unreachable(reason):
         value = reasons[0].value
     text = str(value) or type(value).__name__
     return StatusError(503, "ServiceUnavailable", f"error trying to reach service: {text}")
-
-
-@implementer(IBodyProducer)
-class _BytesProducer:
-    """A request body already in memory (capped at L{MAX_BODY}), written at once."""
-
-    def __init__(self, data):
-        self.data = data
-        self.length = len(data)
-
-    def startProducing(self, consumer):
-        consumer.write(self.data)
-        return succeed(None)
-
-    def pauseProducing(self):
-        pass
-
-    def resumeProducing(self):
-        pass
-
-    def stopProducing(self):
-        pass
 
 
 class _Relay(Protocol):
@@ -157,7 +136,7 @@ async def forward(agent, request, url, content_type=None, check_status=False):
         if getattr(request, "too_large", False):
             raise StatusError.too_large(f"the request body is larger than {MAX_BODY} bytes")
         request.content.seek(0)
-        body = _BytesProducer(request.content.read())
+        body = BytesProducer(request.content.read())
     pending = agent.request(request.method, url, _forwarded(request.requestHeaders), body)
     request.notifyFinish().addErrback(lambda _: pending.cancel())
     try:

@@ -30,10 +30,9 @@ from twisted.web.client import (
     Agent, HTTPConnectionPool, PartialDownloadError, ResponseFailed, readBody,
 )
 from twisted.web.http_headers import Headers
-from twisted.web.iweb import IBodyProducer
 from twisted.web._newclient import ResponseNeverReceived
-from zope.interface import implementer
 
+from orchd.client.body import BytesProducer
 from orchd.storage.interfaces import StoreUnavailableError
 
 #: Connection failures that show the request never reached etcd.
@@ -81,28 +80,6 @@ class EtcdError(Exception):
     @property
     def future(self):
         return "future revision" in self.message
-
-
-@implementer(IBodyProducer)
-class BytesProducer:
-    """A body already in memory, written at once (FileBodyProducer runs a cooperator task)."""
-
-    def __init__(self, data):
-        self.data = data
-        self.length = len(data)
-
-    def startProducing(self, consumer):
-        consumer.write(self.data)
-        return defer.succeed(None)
-
-    def pauseProducing(self):
-        pass
-
-    def resumeProducing(self):
-        pass
-
-    def stopProducing(self):
-        pass
 
 
 def _partial(failure):

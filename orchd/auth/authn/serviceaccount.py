@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from zope.interface import implementer
 
+from orchd.auth.cache import ExpiringCache
 from orchd.auth.interfaces import InvalidToken, ITokenAuthenticator
 from orchd.auth.serviceaccount.issuer import (
     BOUND_CLAIM, LEGACY_ISSUER, LEGACY_NAMESPACE, LEGACY_SA_NAME, LEGACY_SA_UID,
@@ -81,7 +82,7 @@ class ServiceAccountTokenAuthenticator:
             key = serialization.load_pem_public_key(pem if isinstance(pem, bytes)
                                                     else pem.encode())
             self._keys.append((key_id(key), key, _algorithms(key)))
-        self._verified = {}
+        self._verified = ExpiringCache(clock, CACHE_SIZE)
         self.tracker = LegacyTokenTracker(lambda: catalog.resource("", "secrets"),
                                           catalog.system_context, clock)
 
@@ -104,10 +105,9 @@ class ServiceAccountTokenAuthenticator:
     # -- signature ----------------------------------------------------------
 
     def _verify(self, token, header):
-        now = self.clock.seconds()
         cached = self._verified.get(token)
-        if cached is not None and cached[1] > now:
-            return cached[0]
+        if cached is not None:
+            return cached
         kid = header.get("kid")
         keys = sorted(self._keys, key=lambda k: k[0] != kid)    # the named key first
         for _, key, algorithms in keys:
@@ -117,11 +117,7 @@ class ServiceAccountTokenAuthenticator:
                     "verify_aud": False, "verify_iss": False})
             except jwt.InvalidTokenError:
                 continue
-            if len(self._verified) >= CACHE_SIZE:
-                self._verified = {t: v for t, v in self._verified.items() if v[1] > now}
-                if len(self._verified) >= CACHE_SIZE:
-                    self._verified.pop(next(iter(self._verified)))
-            self._verified[token] = (claims, now + CACHE_SECONDS)
+            self._verified.put(token, claims, CACHE_SECONDS)
             return claims
         raise InvalidToken("invalid service account token signature")
 

@@ -9,7 +9,6 @@ every request. A call that fails has no opinion (later modes still decide)
 and is not cached, so the next request asks again.
 """
 
-import collections
 import json
 from urllib.parse import urlsplit
 
@@ -20,6 +19,7 @@ from twisted.logger import Logger
 from twisted.web.client import HTTPConnectionPool
 from zope.interface import implementer
 
+from orchd.auth.cache import CACHE_SIZE, ExpiringCache  # noqa: F401 (re-exported)
 from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.client.orchconfig import OrchConfigError, load_orchconfig
 from orchd.client.tls import client_from_orchconfig
@@ -27,7 +27,6 @@ from orchd.client.tls import client_from_orchconfig
 GROUP = "authorization.orch.io"
 VERSIONS = ("v1", "v1beta1")
 REQUEST_TIMEOUT = 30.0
-CACHE_SIZE = 8192
 #: Requests whose own attributes are this long are not cached (a cheap way
 #: to fill the cache otherwise).
 MAX_CACHED_ATTRIBUTE_LENGTH = 10000
@@ -36,43 +35,6 @@ _HEADERS = {b"content-type": [b"application/json"], b"accept": [b"application/js
 
 class WebhookError(Exception):
     """The remote service gave no usable answer; the message says why."""
-
-
-class ExpiringCache:
-    """
-    A least-recently-used map whose entries also expire.
-
-    @param clock: an C{IReactorTime}; only C{seconds()} is used.
-    @param size: the most entries kept; the least recently used go first.
-    """
-
-    def __init__(self, clock, size=CACHE_SIZE):
-        self._clock = clock
-        self._size = size
-        self._entries = collections.OrderedDict()
-
-    def __len__(self):
-        return len(self._entries)
-
-    def get(self, key):
-        """The live value for C{key}, or None."""
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        expires, value = entry
-        if self._clock.seconds() >= expires:
-            del self._entries[key]
-            return None
-        self._entries.move_to_end(key)
-        return value
-
-    def put(self, key, value, ttl):
-        if ttl <= 0:
-            return
-        self._entries[key] = (self._clock.seconds() + ttl, value)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
 
 
 @attr.s(frozen=True, slots=True)
