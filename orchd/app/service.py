@@ -60,6 +60,7 @@ from orchd.server.settings import ServerSettings
 from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
+from orchd.storage.cachedreads import CachedReads
 from orchd.storage.compactor import Compactor
 from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
@@ -137,8 +138,11 @@ class ControlPlane(MultiService):
     def privilegedStartService(self):
         config, reactor = self.config, self.reactor
         self.store = self._open_store()
+        # Informers made before the catalog follow its watch caches too.
+        caches = {}
+        reads = CachedReads(caches, self.store)
         try:
-            self.authorization = Authorization(config, self.store, reactor)
+            self.authorization = Authorization(config, reads, reactor)
         except ValueError as e:
             self.store.close()
             raise fail(e) from None
@@ -159,7 +163,8 @@ class ControlPlane(MultiService):
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
                         **self._orchlet_connectors()},
-            allocators=ServiceAllocators(self.store, config.service_cluster_ip_range))
+            allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
+            caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))
         self.health.add(HealthCheck("etcd", self.store.check))
         self._caches_hook = self.health.post_start_hook("start-watch-caches")
@@ -167,7 +172,7 @@ class ControlPlane(MultiService):
         self._controllers_hook = self.health.post_start_hook("start-orch-controllers")
         self._policy_hook = self.health.post_start_hook("rbac/bootstrap-roles")
         if config.enable_bootstrap_token_auth:
-            bootstrap_tokens = BootstrapTokenAuthenticator(self.store, reactor)
+            bootstrap_tokens = BootstrapTokenAuthenticator(reads, reactor)
             bootstrap_tokens.setServiceParent(self)     # its informer is ready before /readyz
             self.tokens.add(bootstrap_tokens)
         self.tokens.add(ServiceAccountTokenAuthenticator(

@@ -147,7 +147,7 @@ class NodeGraph:
     The relations, kept current from informers on pods and (optionally)
     persistent volumes and volume attachments.
 
-    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param store: where to list and watch from (an IStore or CachedReads).
     @param pods_prefix: the key prefix of pods.
     @param volumes_prefix: the key prefix of persistent volumes, or None to
         not follow them (then no node is related to any volume).

@@ -84,7 +84,7 @@ class QueuedController(Service, metaclass=abc.ABCMeta):
         whose C{cache} holds what C{keep} keeps of each object by key.
         """
         info = self._catalog.resource(group, resource).info
-        informer = Informer(self._catalog.store, info.key_prefix(namespace), on_change, keep)
+        informer = Informer(self._catalog.reads, info.key_prefix(namespace), on_change, keep)
         self._informers.append(informer)
         return informer
 

@@ -90,7 +90,7 @@ class GarbageCollector(Service):
                 continue
             prefixes.add(prefix)
             self._informers.append(Informer(
-                catalog.store, prefix,
+                catalog.reads, prefix,
                 lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old),
                 keep=_uid))
         self._nodes = {}

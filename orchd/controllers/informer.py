@@ -23,7 +23,8 @@ def event_object(event):
 
 class Informer:
     """
-    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param store: where to list and watch: an IStore, or the watch caches
+        (L{orchd.storage.cachedreads.CachedReads}) in the API server.
     @param prefix: the key prefix of the resource (a L{KindInfo.key_prefix}).
     @param on_change: C{on_change(type, obj, old)} for every change; C{old}
         is the cached object before it (None for ADDED).

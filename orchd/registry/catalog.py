@@ -17,6 +17,7 @@ from orchd.registry.context import RequestContext
 from orchd.registry.generic import ResourceStore
 from orchd.registry.kinds import strategy_for
 from orchd.registry.servicealloc import ServiceAllocators
+from orchd.storage.cachedreads import CachedReads
 from orchd.storage.watchcache import WatchCache
 
 
@@ -69,10 +70,13 @@ class Catalog:
         answer with a stream, see L{IStreamConnector}.
     @param allocators: the L{ServiceAllocators} of Services' cluster IPs and
         node ports; the default range over C{store} if None.
+    @param caches: the dict to keep the watch caches in (by key prefix),
+        when something made before the catalog reads from them.
+    @ivar reads: listing and watching for informers, from the caches.
     """
 
     def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None,
-                 allocators=None):
+                 allocators=None, caches=None):
         self.kinds = tuple(kinds)
         self.store = store
         #: Where Services take cluster IPs and node ports (default range if None).
@@ -82,7 +86,8 @@ class Catalog:
         self._resources = {}
         self._preferred = {}
         virtual = virtual or {}
-        self.caches = {}
+        self.caches = {} if caches is None else caches
+        self.reads = CachedReads(self.caches, store)
         self.field_manager = FieldManager(patch_schema_for, clock.seconds)
         for info in self.kinds:
             if info.stored:
@@ -137,9 +142,14 @@ class Catalog:
         return stores
 
     async def get_namespace(self, name):
-        """The namespace object called C{name}, or None."""
+        """
+        The namespace object called C{name}, or None: from the watch cache
+        (no store read on every create), else from the store, since the
+        cache may not have seen a namespace another API server just made.
+        """
         namespaces = self.resource("", "namespaces")
-        kv = await self.store.get(namespaces.info.key("", name))
+        key = namespaces.info.key("", name)
+        kv = self.caches[namespaces.info.key_prefix()].get(key) or await self.store.get(key)
         return namespaces.decode(kv) if kv is not None else None
 
     def system_context(self, namespace=""):

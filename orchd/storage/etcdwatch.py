@@ -18,7 +18,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from orchd.storage.etcdgateway import b64, prefix_end, revision_of, unb64
+from orchd.storage.etcdgateway import LineStream, b64, prefix_end, revision_of, unb64
 from orchd.storage.interfaces import (
     ADDED, DELETED, MODIFIED, CompactedError, Event, IStoreWatch, StoreUnavailableError,
 )
@@ -109,12 +109,11 @@ class EtcdWatch:
         clock = self.store.reactor
         began = None
         while self.active:
-            stream = self.store.gateway.open_stream(self._message)
+            stream = self._stream = LineStream(self._message)
             try:
-                response = await self.store.gateway.post("/v3/watch", self._request(), stream=True)
-                if response.code != 200:
-                    raise StoreUnavailableError(f"etcd watch answered {response.code}")
+                await self.store.gateway.open_stream("/v3/watch", self._request(), stream)
             except Exception as e:
+                self._stream = None
                 if not self.created:
                     self._fail(e if isinstance(e, StoreUnavailableError)
                                else StoreUnavailableError(str(e)), start=True)
@@ -134,11 +133,8 @@ class EtcdWatch:
                     return
                 continue
             if not self.active:
-                response.deliverBody(stream)
                 stream.stop()
                 return
-            self._stream = stream
-            response.deliverBody(stream)
             await stream.finished
             self._stream = None
             failures, began = 0, None

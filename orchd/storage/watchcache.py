@@ -8,16 +8,23 @@ client (a L{CacheWatcher}) filters what it wants into its own bounded
 queue, which a writer drains at the pace the client reads. A client that
 stops reading is dropped once its queue passes a bound, so it never holds
 up the others or the server's memory.
+
+In-process followers (informers, through
+L{orchd.storage.cachedreads.CachedReads}) take a L{Subscription}: the
+changes handed on as they arrive, so a change is read from the store once
+per process however many parts of it follow the resource.
 """
 
 from collections import deque
 
 import orjson
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
-from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, FutureRevisionError, KeyValue
+from orchd.storage.interfaces import (
+    ADDED, DELETED, MODIFIED, CompactedError, FutureRevisionError, KeyValue,
+)
 
 #: Changes kept for clients that resume from a recent resourceVersion.
 HISTORY = 10_000
@@ -221,6 +228,36 @@ class CacheWatcher:
             self.cache.forget(self)
 
 
+class Subscription:
+    """An in-process follower of a L{WatchCache}: see L{WatchCache.subscribe}."""
+
+    log = Logger()
+
+    def __init__(self, cache, prefix, on_events, on_error):
+        self.cache = cache
+        self.prefix = prefix
+        self.on_events = on_events
+        self.on_error = on_error
+
+    def offer(self, events):
+        matching = [e for e in events if e.key.startswith(self.prefix)]
+        if matching:
+            try:
+                self.on_events(matching)
+            except Exception:
+                self.log.failure("Follower of {prefix!r} raised", prefix=self.prefix)
+
+    def fail(self, error):
+        self.stop()
+        try:
+            self.on_error(error)
+        except Exception:
+            self.log.failure("Follower of {prefix!r} raised on error", prefix=self.prefix)
+
+    def stop(self):
+        self.cache.subscriptions.discard(self)
+
+
 class WatchCache:
     """
     The cache of one resource (one storage prefix).
@@ -244,7 +281,9 @@ class WatchCache:
         self.history = deque(maxlen=history or HISTORY)
         self.oldest = 0
         self.watchers = set()
+        self.subscriptions = set()
         self.ready = Deferred()
+        self._awaiting_follow = []
         self._subscription = None
         self._base_interval = self._flush_interval = flush_interval
         self._dirty = set()
@@ -271,6 +310,17 @@ class WatchCache:
             self._bookmarks.start(BOOKMARK_INTERVAL, now=False)
         if not self.ready.called:
             self.ready.callback(self)
+        awaiting, self._awaiting_follow = self._awaiting_follow, []
+        for d in awaiting:
+            d.callback(self)
+
+    def following(self):
+        """A Deferred firing once the cache follows the store (at once if it does)."""
+        if self._subscription is not None:
+            return succeed(self)
+        d = Deferred()
+        self._awaiting_follow.append(d)
+        return d
 
     async def fresh(self, revision, timeout=FRESHNESS_WAIT):
         """
@@ -306,10 +356,12 @@ class WatchCache:
             self._subscription = None
         for watcher in list(self.watchers):
             self.drop(watcher, "the server is shutting down")
+        self.subscriptions.clear()
         if self._flush_call is not None and self._flush_call.active():
             self._flush_call.cancel()
 
     def _apply(self, events):
+        applied = []
         for event in events:
             if event.revision <= self.revision:
                 continue
@@ -326,6 +378,9 @@ class WatchCache:
             for watcher in list(self.watchers):
                 watcher.offer(cached)
             cached.forget_objects()
+            applied.append(cached)
+        for subscription in list(self.subscriptions):
+            subscription.offer(applied)
 
     def _failed(self, error):
         """The store's watch ended: every client must list again."""
@@ -336,6 +391,8 @@ class WatchCache:
                       prefix=self.prefix, error=error)
         for watcher in list(self.watchers):
             self.expire(watcher, watcher.last_revision)
+        for subscription in list(self.subscriptions):
+            subscription.fail(error)
         d = Deferred.fromCoroutine(self.start())
         d.addErrback(lambda f: self.log.failure("Resync of {prefix} failed", f,
                                                 prefix=self.prefix))
@@ -346,6 +403,14 @@ class WatchCache:
         """The current objects (KeyValues, key order) and the revision they are at."""
         state = self.state
         return [KeyValue(key, *state[key]) for key in sorted(state)], self.revision
+
+    def get(self, key):
+        """
+        The cached KeyValue of C{key}; None when absent, and also while the
+        cache is not following the store (before start, during a resync).
+        """
+        entry = self.state.get(key) if self._subscription is not None else None
+        return KeyValue(key, *entry) if entry is not None else None
 
     def count(self, prefix, start):
         """How many current keys under C{prefix} sort at or after C{start}."""
@@ -361,6 +426,23 @@ class WatchCache:
         for event in self.history:
             if event.revision > watcher.after:
                 watcher.offer(event)
+
+    def subscribe(self, prefix, after, on_events, on_error):
+        """
+        Hand every change under C{prefix} after revision C{after} to
+        C{on_events} (history first, then as changes arrive), and
+        C{on_error(error)} once if the cache loses the store, as a store
+        watch would. The events are L{CachedEvent}s: C{type}, C{key},
+        C{value}, C{revision}, C{prev_value}.
+
+        @raise CompactedError: C{after} is older than the history kept.
+        """
+        if not self.can_resume(after):
+            raise CompactedError(after, self.oldest)
+        subscription = Subscription(self, prefix, on_events, on_error)
+        self.subscriptions.add(subscription)
+        subscription.offer([event for event in self.history if event.revision > after])
+        return subscription
 
     def forget(self, watcher):
         self.watchers.discard(watcher)

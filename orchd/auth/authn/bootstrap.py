@@ -30,7 +30,7 @@ def _keep(obj):
 @implementer(ITokenAuthenticator)
 class BootstrapTokenAuthenticator(Service):
     """
-    @param store: the L{orchd.storage.interfaces.IStore}.
+    @param store: where to list and watch from (an IStore or CachedReads).
     @param clock: an C{IReactorTime}; tokens expire by its time.
     @ivar started: fires once the informer holds the stored tokens.
     """

@@ -58,7 +58,7 @@ class NodeAuthorizer:
     """
     Requests are answered from memory; L{start} fills the graph first.
 
-    @param store: the L{orchd.storage.interfaces.IStore} holding the objects.
+    @param store: where to list and watch the objects from (an IStore or CachedReads).
     @param pods_prefix: the key prefix of pods.
     @param volumes_prefix: the key prefix of persistent volumes; None to not
         follow them, so that no node may get a volume or a volume's secrets.

@@ -82,7 +82,8 @@ def _subject_key(subject, binding_namespace):
 
 class PolicyIndex:
     """
-    @param store: the L{orchd.storage.interfaces.IStore} holding the policy.
+    @param store: where to list and watch the policy from (an IStore, or
+        L{orchd.storage.cachedreads.CachedReads}).
     """
 
     def __init__(self, store):
