@@ -13,6 +13,7 @@ setup(
     package_data={
         "twisted": ["plugins/orchd_plugin.py"],
         "orchd.api.proto": ["defs/**/*.proto"],
+        "orchd.storage": ["etcddefs/*.proto"],
     },
     include_package_data=True,
     entry_points={
@@ -20,7 +21,7 @@ setup(
         "console_scripts": ["orchd-admin = orchd.app.admin:main"],
     },
     install_requires=[
-        "twisted[tls]>=24.7",
+        "twisted[tls]>=25.5",
         "treq>=24.9",
         "pyopenssl>=24.0",
         "service-identity>=24.1",
@@ -36,6 +37,9 @@ setup(
         # protobuf: builds the message classes of our own .proto definitions
         # and does the wire encoding in C (upb), for clients that speak it.
         "protobuf>=5.26",
+        # hpack: HTTP/2 header decoding for the etcd client's gRPC calls
+        # (orchd/storage/grpcwire.py); the table must follow the server's.
+        "hpack>=4.0",
         "zope.interface>=6.0",
     ],
     extras_require={

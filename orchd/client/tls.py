@@ -43,10 +43,11 @@ class ClientTLSPolicy:
     @param verify: False skips verifying the server (see the module docstring).
     @param server_name: the name to verify instead of the URL's host
         (kubeconfig's C{tls-server-name}).
+    @param protocols: ALPN protocols to offer (C{[b"h2"]} for gRPC).
     """
 
     def __init__(self, ca_pem=None, client_cert_pem=None, client_key_pem=None, verify=True,
-                 server_name=None):
+                 server_name=None, protocols=None):
         if (client_cert_pem is None) != (client_key_pem is None):
             raise ValueError("a client certificate needs its key, and a key its certificate")
         self._client = None
@@ -57,6 +58,7 @@ class ClientTLSPolicy:
             self._trust = trustRootFromCertificates(_certificates(ca_pem))
         self._verify = verify
         self._server_name = server_name
+        self._protocols = protocols
 
     def creatorForNetloc(self, hostname, port):
         """A connection creator for C{hostname}: verified unless the policy says not."""
@@ -68,7 +70,8 @@ class ClientTLSPolicy:
             return CertificateOptions(privateKey=self._client.privateKey.original,
                                       certificate=self._client.original, verify=False)
         name = self._server_name or hostname.decode("ascii")
-        return optionsForClientTLS(name, trustRoot=self._trust, clientCertificate=self._client)
+        return optionsForClientTLS(name, trustRoot=self._trust, clientCertificate=self._client,
+                                   acceptableProtocols=self._protocols)
 
 
 @implementer(IAgent)

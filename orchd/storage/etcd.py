@@ -1,17 +1,7 @@
 # -*- test-case-name: tests.storage.test_contract -*-
 """
-An L{IStore} on etcd v3, through its JSON gateway with Twisted's Agent.
-
-Why the gateway and not gRPC: every etcd v3 member serves it, it needs
-nothing beyond Twisted's HTTP client (already used by orchd's client), it
-stays on the reactor without a thread per stream (grpcio's Python API
-blocks or needs asyncio), and each store call is one small request. Its
-cost on the client is what limits creates: through treq it was about
-1 ms of CPU per call; calling C{Agent.request} directly with orjson
-(L{orchd.storage.etcdgateway}) brought it to about 0.4 ms, which took
-16 concurrent creates from ~870/s to ~1,200/s (two calls each). What is
-left is mostly Twisted's HTTP/1.1 and reactor machinery; a minimal
-persistent HTTP client protocol would be the next step.
+An L{IStore} on etcd v3, over gRPC (L{orchd.storage.etcdgrpc}, which says
+why not the JSON gateway).
 
 etcd's semantics are the store's: its revision is the global revision and
 a key's C{mod_revision} the object's C{resourceVersion}. A create is a
@@ -33,8 +23,10 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from orchd.storage.etcdgateway import EtcdError, Gateway, b64, prefix_end, revision_of, unb64
-from orchd.storage.etcdwatch import EtcdWatch
+from orchd.storage.etcdgrpc import (
+    COMPACT, DELETE_RANGE, RANGE, TXN, EtcdClient, EtcdError, messages,
+)
+from orchd.storage.etcdwatch import EtcdWatch, WatchMux, prefix_end
 from orchd.storage.interfaces import (
     CompactedError, ConflictError, FutureRevisionError, IStore, KeyExistsError,
     KeyNotFoundError, KeyValue, ListResult, StoreUnavailableError,
@@ -42,21 +34,8 @@ from orchd.storage.interfaces import (
 
 #: How long a write waits for this process's watches to hand its event on.
 DELIVERY_TIMEOUT = 10
-
-
-def tls_policy(ca=None, cert=None, key=None):
-    """A client TLS policy from PEM file paths, or None when none is given."""
-    if not (ca or cert or key):
-        return None
-    from orchd.client.tls import ClientTLSPolicy
-
-    def read(path):
-        if path is None:
-            return None
-        with open(path, "rb") as f:
-            return f.read()
-
-    return ClientTLSPolicy(read(ca), read(cert), read(key))
+#: etcd's Compare targets by the revision field they compare.
+_TARGETS = {"create_revision": 1, "mod_revision": 2}
 
 
 def root_of(prefix):
@@ -80,7 +59,8 @@ class EtcdStore:
 
     def __init__(self, endpoints, reactor, prefix="/registry", ca=None, cert=None, key=None):
         self.reactor = reactor
-        self.gateway = Gateway(endpoints, reactor, tls_policy(ca, cert, key))
+        self.client = EtcdClient(endpoints, reactor, ca, cert, key)
+        self.mux = WatchMux(self)
         self._root = root_of(prefix)
         self.compacted_revision = 0
         self._watches = set()
@@ -95,25 +75,27 @@ class EtcdStore:
     def decode_key(self, data):
         return data[len(self._root):].decode("utf-8")
 
-    def _kv(self, message):
-        return KeyValue(self.decode_key(unb64(message.get("key"))), unb64(message.get("value")),
-                        int(message.get("create_revision", 0)), int(message.get("mod_revision", 0)))
+    def _kv(self, kv):
+        return KeyValue(self.decode_key(kv.key), kv.value, kv.create_revision, kv.mod_revision)
 
     def _range(self, prefix, start=None):
+        request = messages.RangeRequest()
         encoded = self.encode_key(prefix)
         first = self.encode_key(start) if start is not None and start > prefix else encoded
-        return {"key": b64(first or b"\x00"), "range_end": b64(prefix_end(encoded))}
+        request.key = first or b"\x00"
+        request.range_end = prefix_end(encoded)
+        return request
 
     # Calls.
 
-    async def _call(self, path, body, idempotent=True):
+    async def _call(self, method, request, idempotent=True):
         if not self._accepting:
             raise StoreUnavailableError("the store is closed")
-        return await self.gateway.post(path, body, idempotent=idempotent)
+        return await self.client.call(method, request, idempotent)
 
     async def _latest(self):
-        answer = await self._call("/v3/kv/range", {"key": b64(self._root + b"/"), "keys_only": True})
-        return revision_of(answer)
+        request = messages.RangeRequest(key=self._root + b"/", keys_only=True)
+        return (await self._call(RANGE, request)).header.revision
 
     async def _revision_error(self, error, revision):
         if error.compacted:
@@ -131,37 +113,36 @@ class EtcdStore:
         return defer.Deferred.fromCoroutine(self._get(key))
 
     async def _get(self, key):
-        answer = await self._call("/v3/kv/range", {"key": b64(self.encode_key(key))})
-        kvs = answer.get("kvs")
-        return self._kv(kvs[0]) if kvs else None
+        answer = await self._call(RANGE, messages.RangeRequest(key=self.encode_key(key)))
+        return self._kv(answer.kvs[0]) if answer.kvs else None
 
     def list(self, prefix, revision=0, start=None, limit=0, count_remaining=False):
         return defer.Deferred.fromCoroutine(
             self._list(prefix, revision, start, limit, count_remaining))
 
     async def _list(self, prefix, revision, start, limit, count_remaining):
-        body = self._range(prefix, start)
+        request = self._range(prefix, start)
         if revision:
             if revision < self.compacted_revision:
                 raise CompactedError(revision, self.compacted_revision)
-            body["revision"] = revision
+            request.revision = revision
         if limit:
-            body["limit"] = limit
+            request.limit = limit
         try:
-            answer = await self._call("/v3/kv/range", body)
+            answer = await self._call(RANGE, request)
         except EtcdError as e:
             raise await self._revision_error(e, revision) from None
-        items = [self._kv(kv) for kv in answer.get("kvs", ())]
-        more = bool(answer.get("more", False))
-        remaining = int(answer.get("count", 0)) - len(items) if count_remaining else None
-        return ListResult(items, revision or revision_of(answer), more, remaining)
+        items = [self._kv(kv) for kv in answer.kvs]
+        remaining = answer.count - len(items) if count_remaining else None
+        return ListResult(items, revision or answer.header.revision, answer.more, remaining)
 
     def count(self, prefix):
         return defer.Deferred.fromCoroutine(self._count(prefix))
 
     async def _count(self, prefix):
-        body = dict(self._range(prefix), count_only=True)
-        return int((await self._call("/v3/kv/range", body)).get("count", 0))
+        request = self._range(prefix)
+        request.count_only = True
+        return (await self._call(RANGE, request)).count
 
     # Writes.
 
@@ -186,15 +167,22 @@ class EtcdStore:
             except defer.TimeoutError:
                 self.log.warn("Watches did not see revision {revision} in time", revision=revision)
 
-    async def _txn(self, key, compare, success):
-        encoded = b64(self.encode_key(key))
-        body = {"compare": [dict(compare, key=encoded)], "success": [success],
-                "failure": [{"request_range": {"key": encoded}}]}
-        answer = await self._call("/v3/kv/txn", body, idempotent=False)
-        response = answer.get("responses", [{}])[0]
-        if answer.get("succeeded"):
-            return revision_of(answer), response
-        kvs = response.get("response_range", {}).get("kvs")
+    async def _txn(self, key, target, revision, success):
+        """
+        C{success} (a filled L{RequestOp}) if C{key}'s C{target} revision
+        (C{"create_revision"} or C{"mod_revision"}) equals C{revision}: the
+        new revision and the op's answer; else the current value as a conflict.
+        """
+        request = messages.TxnRequest()
+        encoded = self.encode_key(key)
+        compare = request.compare.add(key=encoded, target=_TARGETS[target])
+        setattr(compare, target, revision)
+        request.success.append(success)
+        request.failure.add().request_range.key = encoded
+        answer = await self._call(TXN, request, idempotent=False)
+        if answer.succeeded:
+            return answer.header.revision, answer.responses[0]
+        kvs = answer.responses[0].response_range.kvs
         if not kvs:
             raise KeyNotFoundError(key)
         raise ConflictError(key, self._kv(kvs[0]))
@@ -204,10 +192,11 @@ class EtcdStore:
 
     async def _create(self, key, value):
         self._check_types(key, value)
-        put = {"request_put": {"key": b64(self.encode_key(key)), "value": b64(value)}}
+        put = messages.RequestOp()
+        put.request_put.key = self.encode_key(key)
+        put.request_put.value = value
         try:
-            revision, _ = await self._txn(
-                key, {"target": "CREATE", "create_revision": 0, "result": "EQUAL"}, put)
+            revision, _ = await self._txn(key, "create_revision", 0, put)
         except ConflictError:
             raise KeyExistsError(key) from None
         await self._delivered(key, revision)
@@ -218,28 +207,28 @@ class EtcdStore:
 
     async def _update(self, key, value, expected_revision):
         self._check_types(key, value)
-        put = {"request_put": {"key": b64(self.encode_key(key)), "value": b64(value),
-                               "prev_kv": True}}
-        revision, response = await self._txn(
-            key, {"target": "MOD", "mod_revision": expected_revision, "result": "EQUAL"}, put)
-        prev = response.get("response_put", {}).get("prev_kv", {})
+        put = messages.RequestOp()
+        put.request_put.key = self.encode_key(key)
+        put.request_put.value = value
+        put.request_put.prev_kv = True
+        revision, response = await self._txn(key, "mod_revision", expected_revision, put)
         await self._delivered(key, revision)
-        return KeyValue(key, value, int(prev.get("create_revision", 0)), revision)
+        return KeyValue(key, value, response.response_put.prev_kv.create_revision, revision)
 
     def delete(self, key, expected_revision=None):
         return self._write(self._delete(key, expected_revision))
 
     async def _delete(self, key, expected_revision):
         self._check_types(key, None)
-        request = {"key": b64(self.encode_key(key)), "prev_kv": True}
+        request = messages.DeleteRangeRequest(key=self.encode_key(key), prev_kv=True)
         if expected_revision is None:
-            answer = await self._call("/v3/kv/deleterange", request, idempotent=False)
-            revision, previous = revision_of(answer), answer.get("prev_kvs")
+            answer = await self._call(DELETE_RANGE, request, idempotent=False)
+            revision, previous = answer.header.revision, answer.prev_kvs
         else:
-            revision, response = await self._txn(
-                key, {"target": "MOD", "mod_revision": expected_revision, "result": "EQUAL"},
-                {"request_delete_range": request})
-            previous = response.get("response_delete_range", {}).get("prev_kvs")
+            op = messages.RequestOp()
+            op.request_delete_range.CopyFrom(request)
+            revision, response = await self._txn(key, "mod_revision", expected_revision, op)
+            previous = response.response_delete_range.prev_kvs
         if not previous:
             raise KeyNotFoundError(key)
         await self._delivered(key, revision)
@@ -275,7 +264,7 @@ class EtcdStore:
 
     async def _compact(self, revision):
         try:
-            await self._call("/v3/kv/compaction", {"revision": revision})
+            await self._call(COMPACT, messages.CompactionRequest(revision=revision))
         except EtcdError as e:
             if e.future:
                 raise FutureRevisionError(revision, await self._latest()) from None
@@ -294,5 +283,9 @@ class EtcdStore:
             self._accepting = False
             for watch in list(self._watches):
                 watch.end(StoreUnavailableError("the store is closed"))
-            return defer.Deferred.fromCoroutine(self.gateway.close())
+            return defer.Deferred.fromCoroutine(self._close())
         return defer.succeed(None)
+
+    async def _close(self):
+        await self.mux.close()
+        await self.client.close()

@@ -1,24 +1,27 @@
 # -*- test-case-name: tests.storage.test_contract -*-
 """
-One L{IStore} watch as one etcd watch stream, resumed after a broken stream.
+The store's watches on etcd: one shared Watch stream, resumed after a break.
 
-etcd delivers every change in revision order from a start revision; the
-watch remembers the last revision it handed on (C{position}) and, when the
-stream breaks (a member stopped, a proxy timed out), opens a new one from
-C{position + 1} on whichever member answers, skipping anything at or
-below C{position}, so no event is lost or repeated. A start revision that
-etcd has compacted away ends the watch with L{CompactedError}.
+etcd delivers every change in revision order from a start revision. Each
+L{EtcdWatch} remembers the last revision it handed on (C{position}); when
+the stream breaks (a member stopped, the network failed), L{WatchMux}
+opens a new one on the next member and creates every watch again from its
+C{position + 1}, and a watch skips anything at or below its position, so
+no event is lost or repeated. A start revision that etcd has compacted
+away ends the watch with L{CompactedError}.
 
 Writers wait on L{EtcdWatch.reached} so that a write through this process
 is handed to every live watch of this process before the write returns,
 as the store contract asks of every backend.
 """
 
+import itertools
+
 from twisted.internet import defer
 from twisted.logger import Logger
 from zope.interface import implementer
 
-from orchd.storage.etcdgateway import LineStream, b64, prefix_end, revision_of, unb64
+from orchd.storage.etcdgrpc import messages
 from orchd.storage.interfaces import (
     ADDED, DELETED, MODIFIED, CompactedError, Event, IStoreWatch, StoreUnavailableError,
 )
@@ -26,31 +29,145 @@ from orchd.storage.interfaces import (
 #: Seconds between attempts to reopen a broken stream, and how long to keep trying.
 RETRY_DELAYS = (0, 0.05, 0.1, 0.2, 0.5, 1.0)
 GIVE_UP_AFTER = 60
+#: etcd's event type for a deletion (0 is a put).
+DELETE = 1
+
+
+def prefix_end(prefix):
+    """The C{range_end} that makes a range cover every key starting with C{prefix} (bytes)."""
+    chars = bytearray(prefix)
+    while chars:
+        if chars[-1] < 0xFF:
+            chars[-1] += 1
+            return bytes(chars)
+        chars.pop()
+    return b"\x00"
 
 
 def to_event(message, decode_key):
-    """The L{Event} of one etcd watch event (its JSON form)."""
-    kv = message.get("kv", {})
-    prev = message.get("prev_kv")
-    key = decode_key(unb64(kv.get("key")))
-    revision = int(kv.get("mod_revision", 0))
-    if message.get("type", "PUT") == "DELETE":
-        create = int(prev.get("create_revision", 0)) if prev else 0
-        value = unb64(prev.get("value")) if prev else b""
-        return Event(DELETED, key, value, revision, create)
-    value = unb64(kv.get("value"))
-    create = int(kv.get("create_revision", 0))
-    if create == revision:
-        return Event(ADDED, key, value, revision, create)
-    return Event(MODIFIED, key, value, revision, create,
-                 unb64(prev.get("value")) if prev else None)
+    """The L{Event} of one etcd watch event."""
+    kv = message.kv
+    key = decode_key(kv.key)
+    revision = kv.mod_revision
+    prev = message.prev_kv if message.HasField("prev_kv") else None
+    if message.type == DELETE:
+        create = prev.create_revision if prev is not None else 0
+        return Event(DELETED, key, prev.value if prev is not None else b"", revision, create)
+    if kv.create_revision == revision:
+        return Event(ADDED, key, kv.value, revision, revision)
+    return Event(MODIFIED, key, kv.value, revision, kv.create_revision,
+                 prev.value if prev is not None else None)
+
+
+def _describe(error):
+    """A gRPC failure in a few words."""
+    details = getattr(error, "details", None)
+    return details() if callable(details) else str(error or "closed by etcd")
+
+
+class WatchMux:
+    """
+    Every watch of one store over one Watch stream (see L{etcdgrpc.WatchStream}).
+    """
+
+    log = Logger()
+
+    def __init__(self, store):
+        self.store = store
+        self.watches = {}
+        self._ids = itertools.count(1)
+        self._stream = None
+        self._failures = 0
+        self._began = None
+        self._retry = None
+        self._closing = False
+
+    def add(self, watch):
+        watch.id = next(self._ids)
+        self.watches[watch.id] = watch
+        self._open().send(self._create(watch))
+
+    def remove(self, watch):
+        if self.watches.pop(watch.id, None) is not None and self._stream is not None:
+            request = messages.WatchRequest()
+            request.cancel_request.watch_id = watch.id
+            self._stream.send(request)
+
+    def _create(self, watch):
+        request = messages.WatchRequest()
+        create = request.create_request
+        key = self.store.encode_key(watch.prefix)
+        create.key = key or b"\x00"
+        create.range_end = prefix_end(key)
+        create.prev_kv = True
+        create.watch_id = watch.id
+        if watch.position:
+            create.start_revision = watch.position + 1
+        return request
+
+    def _open(self):
+        if self._stream is None:
+            self._stream = self.store.client.watch_stream(self._answer, self._ended)
+        return self._stream
+
+    def _answer(self, stream, answer):
+        if stream is not self._stream:
+            return  # still draining a stream left behind
+        self._failures, self._began = 0, None
+        watch = self.watches.get(answer.watch_id)
+        if watch is not None:
+            watch.handle(answer)
+
+    def _ended(self, stream, error):
+        if stream is not self._stream:
+            return
+        self._stream = None
+        if self._closing or not self.watches:
+            return
+        self.store.client._next(stream.index)
+        clock = self.store.reactor
+        self._failures += 1
+        self._began = self._began or clock.seconds()
+        reason = _describe(error)
+        # A watch etcd never confirmed fails once every member was tried.
+        unconfirmed = self._failures >= len(self.store.client.endpoints)
+        gave_up = clock.seconds() - self._began > GIVE_UP_AFTER
+        for watch in list(self.watches.values()):
+            if gave_up:
+                watch.fail(StoreUnavailableError(f"etcd watch could not resume: {reason}"))
+            elif unconfirmed and not watch.created:
+                watch.fail(StoreUnavailableError(f"etcd watch at {stream.where}: {reason}"))
+        if not self.watches:
+            return
+        self.log.info("etcd watch stream at {where} ended ({reason}); resuming {count} watches",
+                      where=stream.where, reason=reason, count=len(self.watches))
+        delay = RETRY_DELAYS[min(self._failures - 1, len(RETRY_DELAYS) - 1)]
+        self._retry = clock.callLater(delay, self._resume)
+
+    def _resume(self):
+        self._retry = None
+        if self._closing or not self.watches:
+            return
+        stream = self._open()
+        for watch in list(self.watches.values()):
+            stream.send(self._create(watch))
+
+    async def close(self):
+        """Close the stream (the store has ended its watches) and wait for its thread's end."""
+        self._closing = True
+        if self._retry is not None and self._retry.active():
+            self._retry.cancel()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+            await stream.ended
 
 
 @implementer(IStoreWatch)
 class EtcdWatch:
     """
     @ivar position: the last revision handed on (or known to be covered).
-    @ivar created: True once etcd has confirmed the first stream.
+    @ivar created: True once etcd has confirmed the watch.
     """
 
     log = Logger()
@@ -64,10 +181,9 @@ class EtcdWatch:
         self.on_error = on_error
         self.active = True
         self.created = False
-        self._stream = None
+        self.id = None
         self._waiters = []
         self._started = defer.Deferred()
-        self._retry = None
 
     def covers(self, key, revision):
         """Whether a write of C{key} at C{revision} is still to reach this watch."""
@@ -92,81 +208,30 @@ class EtcdWatch:
                 self._waiters.append((revision, d))
 
     def start(self):
-        """Open the first stream; fires with self once etcd confirms it."""
-        defer.Deferred.fromCoroutine(self._run())
+        """Ask etcd for the watch; fires with self once etcd confirms it."""
+        self.store.mux.add(self)
         return self._started
 
-    def _request(self):
-        key = self.store.encode_key(self.prefix) or b"\x00"
-        request = {"key": b64(key), "range_end": b64(prefix_end(self.store.encode_key(self.prefix))),
-                   "prev_kv": True}
-        if self.position:
-            request["start_revision"] = self.position + 1
-        return {"create_request": request}
-
-    async def _run(self):
-        failures = 0
-        clock = self.store.reactor
-        began = None
-        while self.active:
-            stream = self._stream = LineStream(self._message)
-            try:
-                await self.store.gateway.open_stream("/v3/watch", self._request(), stream)
-            except Exception as e:
-                self._stream = None
-                if not self.created:
-                    self._fail(e if isinstance(e, StoreUnavailableError)
-                               else StoreUnavailableError(str(e)), start=True)
-                    return
-                failures += 1
-                began = began or clock.seconds()
-                if clock.seconds() - began > GIVE_UP_AFTER:
-                    self._fail(StoreUnavailableError(f"etcd watch could not resume: {e}"))
-                    return
-                delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS) - 1)]
-                self._retry = defer.Deferred()
-                call = clock.callLater(delay, self._retry.callback, None)
-                self._retry.addErrback(lambda f: call.cancel())
-                try:
-                    await self._retry
-                except defer.CancelledError:
-                    return
-                continue
-            if not self.active:
-                stream.stop()
-                return
-            await stream.finished
-            self._stream = None
-            failures, began = 0, None
-            if self.active:
-                self.log.info("etcd watch on {prefix!r} broke at revision {position}; resuming",
-                              prefix=self.prefix, position=self.position)
-
-    def _message(self, message):
+    def handle(self, answer):
+        """One answer of the stream for this watch."""
         if not self.active:
             return
-        if "error" in message:
-            # The stream failed mid-way (e.g. the member lost its leader): resume elsewhere.
-            if self._stream is not None:
-                self._stream.stop()
-            return
-        result = message.get("result", {})
-        if result.get("created") and not self.created:
+        if answer.created and not self.created:
             self.created = True
             if not self.position:
-                self.position = revision_of(result)
+                self.position = answer.header.revision
             self._started.callback(self)
-        if result.get("canceled"):
-            compacted = int(result.get("compact_revision", 0))
-            if compacted:
-                self.store.saw_compaction(compacted)
-                self._fail(CompactedError(self.position, compacted))
+        if answer.canceled:
+            if answer.compact_revision:
+                self.store.saw_compaction(answer.compact_revision)
+                self.fail(CompactedError(self.position, answer.compact_revision))
             else:
-                self._fail(StoreUnavailableError(
-                    f"etcd cancelled the watch: {result.get('cancel_reason', '')}"))
+                self.fail(StoreUnavailableError(
+                    f"etcd cancelled the watch: {answer.cancel_reason}"))
             return
-        events = [to_event(e, self.store.decode_key) for e in result.get("events", ())]
-        events = [e for e in events if e.revision > self.position]
+        position = self.position
+        events = [to_event(e, self.store.decode_key) for e in answer.events
+                  if e.kv.mod_revision > position]
         if not events:
             return
         self.position = events[-1].revision
@@ -176,26 +241,24 @@ class EtcdWatch:
             self.log.failure("Watch callback for prefix {prefix!r} raised", prefix=self.prefix)
         self._wake()
 
-    def _fail(self, error, start=False):
+    def fail(self, error):
+        """End the watch with C{error}: its start fails, or its on_error hears of it."""
         if not self.active:
             return
         self._halt()
-        if start or not self._started.called:
+        if not self._started.called:
             self._started.errback(error)
             return
         try:
             self.on_error(error)
         except Exception:
-            self.log.failure("Watch error callback for prefix {prefix!r} raised", prefix=self.prefix)
+            self.log.failure("Watch error callback for prefix {prefix!r} raised",
+                             prefix=self.prefix)
 
     def _halt(self):
         self.active = False
         self.store.forget(self)
-        if self._stream is not None:
-            self._stream.stop()
-            self._stream = None
-        if self._retry is not None and not self._retry.called:
-            self._retry.cancel()
+        self.store.mux.remove(self)
         self._wake(everything=True)
 
     def stop(self):
@@ -204,4 +267,4 @@ class EtcdWatch:
 
     def end(self, error):
         """End the watch with C{error} through its on_error (the store is closing)."""
-        self._fail(error)
+        self.fail(error)

@@ -220,6 +220,12 @@ class DuplicateTests(SynchronousTestCase):
         self.assertEqual(duplicate_fields(b"a: 1\n---\nb: 2\n", "application/yaml"), [])
         self.assertEqual(duplicate_fields(b"", None), [])
 
+    def test_strings_that_look_like_keys(self):
+        """Quotes, colons and backslashes inside strings neither hide nor invent duplicates."""
+        self.assertEqual(duplicate_fields(
+            b'{"a": "x\\": 1", "b" : "\\\\", "c\\"": {"d": ["e:", {"f": "\\"g\\":"}]}}'), [])
+        self.assertEqual(duplicate_fields(b'{"a": "\\"a\\":", "a" : 2}'), ["a"])
+
     def test_json(self):
         """JSON duplicates at any depth, in document order, each path once."""
         body = (b'{"kind": "A", "metadata": {"name": "a", "name": "b", "labels": {"x": "1", '

@@ -46,10 +46,10 @@ class ThreeMemberTests(TestCase):
         handle = await self.store.watch(CM, 0, collector.on_events, collector.on_error)
         self.addCleanup(handle.stop)
         before = [await self.write(CM + "a%d" % i, b"x") for i in range(5)]
-        self.assertEqual(self.store.gateway.current, 0)
+        self.assertEqual(self.store.client.current, 0)
         self.cluster.stop_member(0)
         after = [await self.write(CM + "b%d" % i, b"y") for i in range(5)]
-        self.assertNotEqual(self.store.gateway.current, 0)
+        self.assertNotEqual(self.store.client.current, 0)
         await collector.wait_for(10)
         expected = [kv.mod_revision for kv in before + after]
         self.assertEqual(collector.revisions, expected)
