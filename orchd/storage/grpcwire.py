@@ -110,13 +110,12 @@ class Call:
     """One stream: what is still to send, what came back, how it ended."""
 
     __slots__ = ("id", "window", "pending", "pieces", "held", "need", "on_message", "done",
-                 "answer",
-                 "status", "ended", "timer", "received")
+                 "answer", "status", "ended", "timer", "received")
 
     def __init__(self, stream_id, window, on_message):
         self.id = stream_id
         self.window = window
-        self.pending = []   # [bytes, end_stream] chunks not yet sent
+        self.pending = []       # [bytes, bytes already sent, end_stream] not all sent
         self.pieces = []        # the start of a message still arriving...
         self.held = 0           # ...its length so far...
         self.need = 0           # ...and what completes its prefix or itself
@@ -159,6 +158,7 @@ class GrpcConnection(Protocol):
         self._heads = {}
         self._heard = False     # any frame from the server yet (else nothing was taken)
         self._pinger = self._unanswered = None
+        self._broken = False
 
     # Twisted's side.
 
@@ -203,7 +203,7 @@ class GrpcConnection(Protocol):
     def dataReceived(self, data):
         buffer = self._buffer + data if self._buffer else data
         offset, size = 0, len(buffer)
-        while size - offset >= 9:
+        while size - offset >= 9 and not self._broken:
             length_type, flags, stream_id = _HEAD.unpack_from(buffer, offset)
             length = length_type >> 8
             if length > OUR_MAX_FRAME:
@@ -277,7 +277,7 @@ class GrpcConnection(Protocol):
         return call
 
     def _send(self, call, data, end):
-        call.pending.append([data, end])
+        call.pending.append([data, 0, end])
         self._flush(call)
 
     def _flush(self, call):
@@ -285,17 +285,18 @@ class GrpcConnection(Protocol):
         out = []
         while call.pending:
             chunk = call.pending[0]
-            data, end = chunk
-            room = min(call.window, self._send_window, self._peer_frame)
-            if data and room <= 0:
+            data, offset, end = chunk
+            left = len(data) - offset
+            room = min(left, call.window, self._send_window, self._peer_frame)
+            if left and room <= 0:
                 break
-            piece, rest = data[:room], data[room:]
-            last = end and not rest
-            out.append(frame(DATA, END_STREAM if last else 0, call.id, piece))
-            call.window -= len(piece)
-            self._send_window -= len(piece)
-            if rest:
-                chunk[0] = rest
+            last = end and room == left
+            out.append(frame(DATA, END_STREAM if last else 0, call.id,
+                             data[offset:offset + room]))
+            call.window -= room
+            self._send_window -= room
+            if room < left:
+                chunk[1] = offset + room
             else:
                 call.pending.pop(0)
         if out:
@@ -483,4 +484,5 @@ class GrpcConnection(Protocol):
 
     def _protocol_error(self, what):
         self.log.warn("etcd sent {what}; dropping the connection", what=what)
+        self._broken = True
         self.abort()
