@@ -3,7 +3,9 @@
 The orchlet's two log endpoints: container logs, and the node's log directory.
 
 C{/containerLogs} asks the runtime and trims the answer as the query says
-(C{tailLines}, C{limitBytes}). C{/logs/} serves files under one directory
+(C{tailLines}, C{limitBytes}); with C{follow=true} it then keeps writing
+what the container adds (L{follow_log}) until the container is gone, the
+byte limit is reached or the client leaves. C{/logs/} serves files under one directory
 only: every path is resolved, symbolic links included, and must stay
 inside it, so C{..} and links cannot reach the rest of the host.
 """
@@ -13,8 +15,14 @@ import os
 from urllib.parse import quote
 
 from twisted.internet.defer import maybeDeferred
+from twisted.internet.task import deferLater
 
 from orchd.orchlet.runtime import UnknownContainer
+
+
+#: How often a followed log is read again for what was added.
+FOLLOW_INTERVAL = 0.5
+_TRUE = (b"true", b"1", b"True")
 
 
 class LogError(Exception):
@@ -49,23 +57,56 @@ def trim(log, tail_lines=None, limit_bytes=None):
     return log
 
 
-async def container_log(runtime, namespace, pod, container, args):
+class LogRequest:
     """
-    The log of one container, trimmed by the C{tailLines} and C{limitBytes} query values.
+    What a C{/containerLogs} query asks for, checked.
 
-    @raise LogError: 404 for an unknown pod or container, 400 for bad values.
+    @raise LogError: 400 for bad values.
     """
-    tail_lines = _non_negative(args, "tailLines")
-    limit_bytes = _non_negative(args, "limitBytes")
-    if limit_bytes == 0:
-        raise LogError(400, "limitBytes: must be greater than 0")
+
+    def __init__(self, args):
+        self.tail_lines = _non_negative(args, "tailLines")
+        self.limit_bytes = _non_negative(args, "limitBytes")
+        if self.limit_bytes == 0:
+            raise LogError(400, "limitBytes: must be greater than 0")
+        self.follow = args.get(b"follow", [b""])[0] in _TRUE
+
+
+async def read_log(runtime, namespace, pod, container):
+    """
+    The whole log of one container.
+
+    @raise LogError: 404 for an unknown pod or container.
+    """
     try:
-        log = await maybeDeferred(runtime.container_logs, namespace, pod, container)
+        return bytes(await maybeDeferred(runtime.container_logs, namespace, pod, container))
     except UnknownContainer as error:
         if error.what == "pod":
             raise LogError(404, f'pod "{pod}" does not exist') from None
         raise LogError(404, f'container "{container}" not found in pod "{pod}"') from None
-    return trim(bytes(log), tail_lines, limit_bytes)
+
+
+async def follow_log(clock, runtime, names, read, write):
+    """
+    After the first C{read} bytes of a container's log, hand what it adds to
+    C{write(bytes)} every L{FOLLOW_INTERVAL}, until the container is gone or
+    C{write} returns False (the byte limit is reached). The caller cancels
+    it when the client leaves.
+
+    @param names: C{(namespace, pod, container)}.
+    """
+    while True:
+        await deferLater(clock, FOLLOW_INTERVAL, lambda: None)
+        try:
+            log = await read_log(runtime, *names)
+        except LogError:
+            return  # the container is gone: the log is complete
+        if len(log) < read:
+            read = 0  # the log started over (a restarted container)
+        if len(log) > read:
+            if not write(log[read:]):
+                return
+            read = len(log)
 
 
 def serve_log_path(base, parts):

@@ -25,7 +25,7 @@ from orchd.orchlet.auth import (
     AuthorizationError, OrchletAuth, Unauthenticated, clean_path, settings_from_config,
 )
 from orchd.orchlet.checkpoint import CheckpointError, checkpoint, parse_timeout
-from orchd.orchlet.logs import LogError, container_log, serve_log_path
+from orchd.orchlet.logs import LogError, LogRequest, follow_log, read_log, serve_log_path, trim
 from orchd.server.tls import server_tls_options
 
 CHECKPOINT_GATE = "ContainerCheckpoint"
@@ -79,7 +79,7 @@ class OrchletResource(Resource):
             answer = await self._route(request, path)
         except _Answer as error:
             answer = error
-        if not (request.finished or request._disconnected):
+        if answer is not None and not (request.finished or request._disconnected):
             _write(request, answer)
 
     async def _admit(self, request, path):
@@ -153,10 +153,34 @@ class OrchletResource(Resource):
             text = "missing container name" if len(rest) == 2 else "404 page not found\n"
             raise _Answer(400 if len(rest) == 2 else 404, text)
         try:
-            body = await container_log(self._runtime, *rest, request.args)
+            asked = LogRequest(request.args)
+            log = await read_log(self._runtime, *rest)
         except LogError as error:
             raise _Answer(error.code, error.text) from None
-        return _Answer(200, body)
+        body = trim(log, asked.tail_lines, asked.limit_bytes)
+        if not asked.follow or request.method == b"HEAD":
+            return _Answer(200, body)
+        await self._follow(request, rest, len(log), body, asked.limit_bytes)
+        return None
+
+    async def _follow(self, request, names, read, body, limit):
+        """The log so far, then what the container adds, as it comes (no length)."""
+        request.setResponseCode(200)
+        request.setHeader(b"content-type", _TEXT)
+        request.setHeader(b"x-content-type-options", b"nosniff")
+        left = limit
+
+        def write(data):
+            nonlocal left
+            if left is not None:
+                data = data[:left]
+                left -= len(data)
+            request.write(data)
+            return left is None or left > 0
+
+        if write(body):
+            await follow_log(self._reactor, self._runtime, names, read, write)
+        request.finish()
 
     async def _checkpoint(self, request, rest):
         if len(rest) != 3:

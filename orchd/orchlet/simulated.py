@@ -132,6 +132,11 @@ class SimulatedRuntime:
         except OSError:
             pass        # the in-memory log stays authoritative
 
+    def print_line(self, namespace, pod, container, text):
+        """What a program in the container would print: one more log line."""
+        record, _ = self._container(namespace, pod, container)
+        self._log((namespace, pod), container, record.uid, text)
+
     def container_logs(self, namespace, pod, container):
         self._container(namespace, pod, container)
         return bytes(self._logs.get((namespace, pod, container), b""))

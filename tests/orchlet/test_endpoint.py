@@ -5,8 +5,10 @@ import stat
 import tarfile
 
 import orjson
+import treq
 from treq.client import HTTPClient
 from twisted.internet import reactor
+from twisted.internet.task import deferLater
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
@@ -14,6 +16,7 @@ from orchd.api.features import FeatureGates
 from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.app.config import Config
 from orchd.client.tls import ClientTLSPolicy
+from orchd.orchlet import logs
 from orchd.orchlet.runtime import RuntimeError_
 from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.simulated import SimulatedRuntime
@@ -51,15 +54,18 @@ class EndpointTests(TestCase):
         self.endpoint.startService()
         self.addCleanup(self.endpoint.stopService)
 
-    async def call(self, method, path, certificate=False, token=None):
+    async def request(self, method, path, certificate=False, token=None):
         keys = pki()
         cert, key = keys["client"] if certificate else (None, None)
         pool = HTTPConnectionPool(reactor, persistent=False)
         client = HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(keys["ca"], cert, key),
                                   pool=pool))
         headers = {b"authorization": [b"Bearer " + token.encode()]} if token else {}
-        response = await client.request(method, f"https://127.0.0.1:{self.endpoint.port}{path}",
-                                        headers=headers)
+        return await client.request(method, f"https://127.0.0.1:{self.endpoint.port}{path}",
+                                    headers=headers)
+
+    async def call(self, method, path, certificate=False, token=None):
+        response = await self.request(method, path, certificate, token)
         body = await response.content()
         ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
         if ctype.startswith(b"application/json"):
@@ -151,6 +157,46 @@ class EndpointTests(TestCase):
                          (404, 'pod "nope" does not exist'))
         self.assertEqual(await self.call("GET", "/containerLogs/default/web/x"),
                          (404, 'container "x" not found in pod "web"'))
+
+    async def wait_for(self, condition):
+        """Poll C{condition()} on the reactor for up to 5 s."""
+        for _ in range(250):
+            if condition():
+                return
+            await deferLater(reactor, 0.02, lambda: None)
+        self.fail("timed out")
+
+    async def follow(self, path):
+        """A followed log: its chunks so far (a list that grows) and its end."""
+        self.patch(logs, "FOLLOW_INTERVAL", 0.02)
+        response = await self.request("GET", path)
+        self.assertEqual(response.code, 200)
+        chunks = []
+        return chunks, treq.collect(response, chunks.append)
+
+    async def test_follow_container_logs(self):
+        """C{follow=true} sends the log, then each line the container adds, until it is gone."""
+        self.start()
+        before = self.runtime.container_logs("default", "web", "app")
+        chunks, done = await self.follow("/containerLogs/default/web/app?follow=true")
+        await self.wait_for(lambda: b"".join(chunks) == before)
+        self.runtime.print_line("default", "web", "app", "hello")
+        await self.wait_for(lambda: b"".join(chunks).endswith(b" hello\n"))
+        self.assertFalse(done.called)
+        self.runtime.kill_pod("default", "web")
+        await done
+        self.assertTrue(b"".join(chunks).startswith(before))
+
+    async def test_follow_stops_at_limit(self):
+        """With C{limitBytes}, a followed log ends once that many bytes are out."""
+        self.start()
+        size = len(self.runtime.container_logs("default", "web", "app"))
+        chunks, done = await self.follow(
+            f"/containerLogs/default/web/app?follow=true&limitBytes={size + 5}")
+        await self.wait_for(lambda: len(b"".join(chunks)) == size)
+        self.runtime.print_line("default", "web", "app", "0123456789")
+        await done
+        self.assertEqual(len(b"".join(chunks)), size + 5)
 
     async def test_methods_and_unknown_paths(self):
         self.start()

@@ -22,6 +22,7 @@ class ServerAPI:
 
 class RealWebhookTests(TestCase):
     timeout = 60
+    request = test_endpoint.EndpointTests.request
     call = test_endpoint.EndpointTests.call
 
     async def test_real_access_review(self):
