@@ -30,8 +30,7 @@ class NodeAgent(Service):
 
     log = Logger()
 
-    def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None,
-                 relist_interval=None):
+    def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None):
         self.clock = clock
         self.api = api
         self.runtime = runtime
@@ -42,8 +41,6 @@ class NodeAgent(Service):
                                  probe=probe)
         self.lease = LeaseRenewer(clock, api, node_name)
         self.pods = PodSync(clock, api, runtime, node_name)
-        if relist_interval is not None:
-            self.pods.repeater.interval = relist_interval
         self._backoff = Backoff()
         self._pending = None
         self._work = None

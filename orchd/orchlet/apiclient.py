@@ -3,8 +3,9 @@
 The node agent's one way to talk HTTPS to the API server (and webhooks).
 
 The agent sends a handful of small JSON requests over and over (a Lease
-renewal every 10 s, a pod relist every few seconds), so connections are
-kept alive in one persistent pool, closed when the agent stops. The server
+renewal every 10 s, pod status patches), so connections are kept alive in
+one persistent pool, closed when the agent stops; it follows its pods with
+one watch (L{APIClient.watch}), a stream of JSON lines. The server
 is verified against the cluster CA; the caller is its client certificate,
 or a bearer token while it has none (joining with a bootstrap token).
 Answers come back as C{(code, body)}: JSON decoded, anything else as text,
@@ -13,6 +14,9 @@ so callers branch on codes instead of catching exceptions.
 
 import orjson
 from treq.client import HTTPClient
+from twisted.internet.defer import Deferred
+from twisted.internet.protocol import Protocol
+from twisted.logger import Logger
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.client.tls import ClientTLSPolicy
@@ -74,6 +78,60 @@ class APIClient:
                 pass
         return response.code, raw.decode("utf-8", "replace")
 
+    async def watch(self, path, on_event):
+        """
+        Open a watch at C{path}: C{(200, EventStream)} once the server has
+        accepted it (each event, decoded, then goes to C{on_event}), else
+        C{(code, body)} as L{request} answers.
+
+        @raise Exception: for connection failures and a timeout before the answer starts.
+        """
+        response = await self.http.request("GET", self.url + path, headers=self._headers,
+                                           timeout=self.timeout)
+        if response.code != 200:
+            return response.code, (await response.content()).decode("utf-8", "replace")
+        stream = EventStream(on_event)
+        response.deliverBody(stream)
+        return 200, stream
+
     def close(self):
         """Close the kept-alive connections; a Deferred that fires when they are closed."""
         return self.pool.closeCachedConnections()
+
+
+class EventStream(Protocol):
+    """
+    A watch's answer, one JSON event per line, each handed to C{on_event}.
+
+    @ivar ended: fires when the stream ends, by either side.
+    """
+
+    log = Logger()
+
+    def __init__(self, on_event):
+        self.on_event = on_event
+        self.ended = Deferred()
+        self._buffer = b""
+
+    def dataReceived(self, data):
+        self._buffer += data
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                self.log.warn("A watch sent a line that is not JSON; ending it")
+                self.stop()
+                return
+            self.on_event(event)
+
+    def connectionLost(self, reason):
+        if not self.ended.called:
+            self.ended.callback(None)
+
+    def stop(self):
+        """End the stream: its connection is closed, not kept."""
+        if self.transport is not None:
+            self.transport.stopProducing()

@@ -1,5 +1,6 @@
 """Fakes for the node agent's unit tests: an API answering from a function, a runtime."""
 
+from twisted.internet.defer import Deferred
 from zope.interface import implementer
 
 from orchd.orchlet.runtime import IRuntime
@@ -18,6 +19,30 @@ class FakeAPI:
 
     def calls(self, method=None):
         return [(m, p) for m, p, _, _ in self.requests if method is None or m == method]
+
+    async def watch(self, path, on_event):
+        """Records a C{WATCH}; C{answer("WATCH", ...)} may refuse it, else a L{FakeStream}."""
+        self.requests.append(("WATCH", path, None, None))
+        code, body = self.answer("WATCH", path, None)
+        if code != 200:
+            return code, body
+        self.stream = FakeStream(on_event)
+        return 200, self.stream
+
+
+class FakeStream:
+    """An open watch: L{push} hands it an event; L{stop} (or the server) ends it."""
+
+    def __init__(self, on_event):
+        self.on_event = on_event
+        self.ended = Deferred()
+
+    def push(self, kind, obj):
+        self.on_event({"type": kind, "object": obj})
+
+    def stop(self):
+        if not self.ended.called:
+            self.ended.callback(None)
 
 
 @implementer(IRuntime)

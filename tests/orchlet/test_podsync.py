@@ -1,4 +1,4 @@
-"""Pod sync: relisted pods go to the runtime; their status goes back to the API."""
+"""Pod sync: listed and watched pods go to the runtime; their status goes back to the API."""
 
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -23,8 +23,17 @@ class PodSyncTests(SynchronousTestCase):
 
     def answer(self, method, path, body):
         if method == "GET":
-            return 200, {"items": self.items}
+            return 200, {"metadata": {"resourceVersion": "7"}, "items": self.items}
+        if method == "WATCH":
+            return self.watch_answer
         return 200, body or {}
+
+    watch_answer = (200, None)
+
+    def relist(self):
+        """Make the next pass list again, as after the watch ended."""
+        if self.sync.stream is not None:
+            self.sync.stream.stop()
 
     def test_new_pods_run_and_report(self):
         self.items = [pod("a")]
@@ -36,6 +45,7 @@ class PodSyncTests(SynchronousTestCase):
         self.assertEqual(self.runtime.synced, ["a"])          # unchanged: not synced again
         self.assertEqual(len(self.api.calls("PATCH")), 1)     # status unchanged: not written
         self.items = [pod("a", rv="2")]
+        self.relist()
         self.successResultOf(self.sync.sync())
         self.assertEqual(self.runtime.synced, ["a", "a"])
 
@@ -43,6 +53,7 @@ class PodSyncTests(SynchronousTestCase):
         self.items = [pod("a")]
         self.successResultOf(self.sync.sync())
         self.items = []
+        self.relist()
         self.successResultOf(self.sync.sync())
         self.assertEqual(self.runtime.killed, ["a"])
 
@@ -50,6 +61,7 @@ class PodSyncTests(SynchronousTestCase):
         self.items = [pod("a")]
         self.successResultOf(self.sync.sync())
         self.items = [pod("a", rv="2", deletionTimestamp="2024-01-01T00:00:00Z")]
+        self.relist()
         self.successResultOf(self.sync.sync())
         self.assertEqual(self.runtime.killed, ["a"])
         method, path, body, _ = self.api.requests[-1]
@@ -57,10 +69,51 @@ class PodSyncTests(SynchronousTestCase):
         self.assertEqual(body["gracePeriodSeconds"], 0)
         self.assertEqual(body["preconditions"], {"uid": "uid-a"})
 
-    def test_relist_interval(self):
+    def test_lists_once_then_watches(self):
+        """One list, then a watch from its resourceVersion; passes every interval list nothing."""
+        self.sync.start()
+        self.clock.advance(0)
+        self.clock.advance(2)
+        self.clock.advance(2)
+        self.assertEqual(self.api.calls("GET"), [("GET", "/api/v1/pods?fieldSelector="
+                                                         "spec.nodeName%3Dn1")])
+        [(_, path)] = self.api.calls("WATCH")
+        self.assertTrue(path.endswith("&watch=true&allowWatchBookmarks=true&resourceVersion=7"))
+        self.successResultOf(self.sync.stop())
+        self.assertTrue(self.api.stream.ended.called)
+
+    def test_watched_changes_sync_at_once(self):
+        """An event starts a pass without waiting for the interval; DELETED kills the pod."""
+        self.sync.start()
+        self.clock.advance(0)
+        self.api.stream.push("ADDED", pod("a"))
+        self.assertEqual(self.runtime.synced, ["a"])
+        self.api.stream.push("MODIFIED", pod("a", rv="2"))
+        self.assertEqual(self.runtime.synced, ["a", "a"])
+        self.api.stream.push("BOOKMARK", {"metadata": {"resourceVersion": "9"}})
+        self.api.stream.push("DELETED", pod("a", rv="3"))
+        self.assertEqual(self.runtime.killed, ["a"])
+        self.assertEqual(len(self.api.calls("GET")), 1)
+        self.successResultOf(self.sync.stop())
+
+    def test_lists_again_after_the_watch_ends(self):
+        """An ERROR event (410) ends the watch; the next pass lists and watches again."""
+        self.sync.start()
+        self.clock.advance(0)
+        self.api.stream.push("ERROR", {"kind": "Status", "code": 410, "message": "too old"})
+        self.assertIsNone(self.sync.stream)
+        self.items = [pod("b")]
+        self.clock.advance(2)
+        self.assertEqual(len(self.api.calls("GET")), 2)
+        self.assertEqual(len(self.api.calls("WATCH")), 2)
+        self.assertEqual(self.runtime.synced, ["b"])
+        self.successResultOf(self.sync.stop())
+
+    def test_refused_watch_falls_back_to_listing(self):
+        """When the watch is refused, each pass lists."""
+        self.watch_answer = (403, "forbidden")
         self.sync.start()
         self.clock.advance(0)
         self.clock.advance(2)
         self.assertEqual(len(self.api.calls("GET")), 2)
-        self.assertIn("fieldSelector=spec.nodeName%3Dn1", self.api.requests[0][1])
         self.successResultOf(self.sync.stop())
