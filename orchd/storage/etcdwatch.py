@@ -60,9 +60,7 @@ def to_event(message, decode_key):
 
 
 def _describe(error):
-    """A gRPC failure in a few words."""
-    details = getattr(error, "details", None)
-    return details() if callable(details) else str(error or "closed by etcd")
+    return str(error) if error is not None else "closed by etcd"
 
 
 class WatchMux:
@@ -85,7 +83,9 @@ class WatchMux:
     def add(self, watch):
         watch.id = next(self._ids)
         self.watches[watch.id] = watch
-        self._open().send(self._create(watch))
+        if self._retry is None:
+            self._open().send(self._create(watch))
+        # else: the stream is being reopened, and L{_resume} creates every watch.
 
     def remove(self, watch):
         if self.watches.pop(watch.id, None) is not None and self._stream is not None:
