@@ -9,14 +9,9 @@ const http = require('http');
 const fs = require('fs');
 const { URL } = require('url');
 
-const args = {};
-for (let i = 2; i < process.argv.length; i++) {
-  const a = process.argv[i];
-  if (!a.startsWith('--')) continue;
-  const next = process.argv[i + 1];
-  if (next === undefined || next.startsWith('--')) args[a.slice(2)] = true;
-  else { args[a.slice(2)] = next; i++; }
-}
+const { parseArgs, latencyFigures } = require('./loadlib');
+
+const args = parseArgs(process.argv);
 const url = new URL(args.url);
 const conns = parseInt(args.conns || '16', 10);
 const secs = parseFloat(args.secs || '10');
@@ -63,12 +58,9 @@ function loop() {
 let live = conns;
 function finished() {
   if (--live > 0) return;
-  lat.sort((a, b) => a - b);
-  const pct = (p) => lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : null;
   console.log(JSON.stringify({
-    url: args.url, method: 'PUT', conns, secs, requests: lat.length, ok: lat.length - failed,
-    rps: lat.length / secs, p50_ms: pct(0.5), p99_ms: pct(0.99), max_ms: lat[lat.length - 1] || null,
-    codes, errors,
+    url: args.url, method: 'PUT', conns, secs, ...latencyFigures(lat, secs),
+    ok: lat.length - failed, codes, errors,
   }));
   agent.destroy();
 }

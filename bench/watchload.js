@@ -23,14 +23,9 @@ const fs = require('fs');
 const { URL } = require('url');
 const { performance } = require('perf_hooks');
 
-const args = {};
-for (let i = 2; i < process.argv.length; i++) {
-  const a = process.argv[i];
-  if (!a.startsWith('--')) continue;
-  const next = process.argv[i + 1];
-  if (next === undefined || next.startsWith('--')) args[a.slice(2)] = true;
-  else { args[a.slice(2)] = next; i++; }
-}
+const { parseArgs } = require('./loadlib');
+
+const args = parseArgs(process.argv);
 const base = new URL(args.url);
 const port = base.port || 443;
 const namespace = args.namespace || 'bench-watch';

@@ -62,7 +62,8 @@ def refuse_several(attributes, count, what):
 @implementer(IAdmissionPlugin)
 class DefaultIngressClass:
     """
-    @param store: the L{orchd.storage.interfaces.IStore} classes are read from.
+    @param store: where classes are listed from: the watch caches
+        (L{orchd.storage.cachedreads.CachedReads}), or an IStore.
     """
 
     def __init__(self, store):

@@ -32,7 +32,8 @@ def claim_has_class(claim):
 @implementer(IAdmissionPlugin)
 class DefaultStorageClass:
     """
-    @param store: the L{orchd.storage.interfaces.IStore} classes are read from.
+    @param store: where classes are listed from: the watch caches
+        (L{orchd.storage.cachedreads.CachedReads}), or an IStore.
     """
 
     def __init__(self, store):

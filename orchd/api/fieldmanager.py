@@ -17,7 +17,6 @@ C{Update} entry at once and they conflict like any two managers.
 """
 
 import json
-import time
 
 import orjson
 
@@ -33,6 +32,7 @@ from orchd.api.managedfields import (
 )
 # Public here before managedFields entries had a module of their own.
 from orchd.api.managedfields import MAX_UPDATE_MANAGERS  # noqa: F401
+from orchd.api.meta import rfc3339
 
 __all__ = [
     "FieldManager", "default_manager", "field_manager_errors", "validate_manager",
@@ -240,7 +240,7 @@ class FieldManager:
         self._clock = clock_seconds
 
     def _now(self):
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock()))
+        return rfc3339(self._clock())
 
     # -- create, update, non-apply patch ------------------------------------------
 

@@ -8,10 +8,16 @@ C{api/validation/objectmeta.go}), because clients and people read them.
 """
 
 import re
+import time
 from functools import lru_cache
 
 from orchd.api.errors import FieldError
 from orchd.api.kinds import DNS1035, LABEL, PATH_SEGMENT, SUBDOMAIN
+
+
+def rfc3339(seconds):
+    """RFC 3339 UTC with second precision, as object timestamps are written."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 # -- formats -------------------------------------------------------------------
 

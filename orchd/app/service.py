@@ -158,7 +158,7 @@ class ControlPlane(MultiService):
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
-                     DefaultIngressClass(self.store), DefaultStorageClass(self.store),
+                     DefaultIngressClass(reads), DefaultStorageClass(reads),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),

@@ -155,11 +155,17 @@ def _items(value):
     return tuple(part.strip() for part in parts if part.strip())
 
 
-def _storage_backend(value):
-    text = _text(value)
-    if text not in STORAGE_BACKENDS:
-        raise ValueError(f"{text!r} is not one of {', '.join(STORAGE_BACKENDS)}")
-    return text
+def _one_of(*choices):
+    """A parser that takes exactly one of C{choices}."""
+    def parse(value):
+        text = _text(value)
+        if text not in choices:
+            raise ValueError(f"{text!r} is not one of {', '.join(choices)}")
+        return text
+    return parse
+
+
+_storage_backend = _one_of(*STORAGE_BACKENDS)
 
 
 def _etcd_servers(value):
@@ -188,18 +194,8 @@ def _authorization_modes(value):
 ORCHLET_AUTHORIZATION_MODES = ("AlwaysAllow", "Webhook")
 
 
-def _orchlet_authorization_mode(value):
-    text = _text(value)
-    if text not in ORCHLET_AUTHORIZATION_MODES:
-        raise ValueError(f"{text!r} is not one of {', '.join(ORCHLET_AUTHORIZATION_MODES)}")
-    return text
-
-
-def _webhook_version(value):
-    text = _text(value)
-    if text not in ("v1", "v1beta1"):
-        raise ValueError(f"{text!r} is not v1 or v1beta1")
-    return text
+_orchlet_authorization_mode = _one_of(*ORCHLET_AUTHORIZATION_MODES)
+_webhook_version = _one_of("v1", "v1beta1")
 
 
 _CONTROLLER_NAME = re.compile(r"-?[a-z0-9]([-a-z0-9]*[a-z0-9])?")

@@ -12,12 +12,12 @@ and L{node_serving_request}, and so do tests.
 
 import base64
 import binascii
-import time
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
+from orchd.api.meta import rfc3339
 from orchd.auth.authz.node import NODE_USER_PREFIX, NODES_GROUP
 from orchd.app.certs import subject_alternative_names
 from orchd.auth.bootstrappolicy.clusterroles import (
@@ -95,7 +95,7 @@ def usages_of(csr):
 
 def new_condition(kind, reason, message, now):
     """A condition, stamped with C{now} (seconds since the epoch)."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+    stamp = rfc3339(now)
     return {"type": kind, "status": "True", "reason": reason, "message": message,
             "lastUpdateTime": stamp, "lastTransitionTime": stamp}
 

@@ -17,9 +17,7 @@ flow from pods to claims to their volumes to those volumes' secrets.
 
 import sys
 
-from twisted.internet.defer import Deferred, gatherResults
-
-from orchd.controllers.informer import Informer
+from orchd.controllers.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 SECRET = "secrets"
@@ -173,14 +171,12 @@ class NodeGraph:
 
     def start(self):
         """Fires once every followed resource has been listed."""
-        d = gatherResults([Deferred.fromCoroutine(i.start()) for i in self._informers],
-                          consumeErrors=True)
+        d = start_all(self._informers)
         d.addCallback(lambda _: setattr(self, "synced", True))
         return d
 
     def stop(self):
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
 
     # -- questions (no store reads: dictionary lookups only) ----------------------
 

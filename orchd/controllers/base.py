@@ -11,10 +11,9 @@ import abc
 from collections import defaultdict
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
-from orchd.controllers.informer import Informer
+from orchd.controllers.informer import Informer, start_all, stop_all
 from orchd.controllers.queue import WorkQueue
 from orchd.storage.interfaces import DELETED
 
@@ -90,15 +89,12 @@ class QueuedController(Service, metaclass=abc.ABCMeta):
 
     def startService(self):
         super().startService()
-        self.started = gatherResults(
-            [Deferred.fromCoroutine(informer.start()) for informer in self._informers],
-            consumeErrors=True)
+        self.started = start_all(self._informers)
         self.started.addErrback(
             lambda f: self.log.failure("Controller {name} failed to start", f, name=self.name))
 
     def stopService(self):
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
         self._queue.stop()
         return super().stopService()
 

@@ -25,7 +25,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 
 NORMAL = "Normal"
 WARNING = "Warning"

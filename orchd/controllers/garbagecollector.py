@@ -24,13 +24,13 @@ in L{orchd.controllers.ownerrefs}.
 """
 
 from twisted.application.service import Service
-from twisted.internet.defer import Deferred, gatherResults
+from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.controllers.events import WARNING, EventRecorder, LRUCache
-from orchd.controllers.informer import Informer
+from orchd.controllers.informer import Informer, start_all, stop_all
 from orchd.controllers.ownerrefs import (
     _blocking, _finalizers, _group, _Node, _owner_references, _set_list,
 )
@@ -112,8 +112,7 @@ class GarbageCollector(Service):
             lambda f: self.log.failure("Garbage collector failed to start", f))
 
     async def _start(self):
-        await gatherResults([Deferred.fromCoroutine(informer.start())
-                             for informer in self._informers], consumeErrors=True)
+        await start_all(self._informers)
         if self._stopped:
             return
         self._synced = True
@@ -127,8 +126,7 @@ class GarbageCollector(Service):
 
     def stopService(self):
         self._stopped = True
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
         self._pacer.stop()
         if self._scan_call is not None and self._scan_call.active():
             self._scan_call.cancel()

@@ -8,7 +8,7 @@ falls behind the kept history it lists again and reports the difference.
 """
 
 import orjson
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
@@ -19,6 +19,17 @@ def event_object(event):
     obj = orjson.loads(event.value)
     obj["metadata"]["resourceVersion"] = str(event.revision)
     return obj
+
+
+def start_all(informers):
+    """A Deferred firing once every one of C{informers} holds its first listing."""
+    return gatherResults([Deferred.fromCoroutine(i.start()) for i in informers],
+                         consumeErrors=True)
+
+
+def stop_all(informers):
+    for informer in informers:
+        informer.stop()
 
 
 class Informer:

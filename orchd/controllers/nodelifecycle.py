@@ -18,7 +18,7 @@ from orchd.api.errors import StatusError
 from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
 from orchd.controllers.base import QueuedController
 from orchd.registry.context import RequestContext
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 from orchd.storage.interfaces import DELETED
 
 MANAGER = "node-lifecycle-controller"

@@ -13,6 +13,8 @@ import os
 import platform
 import time
 
+from orchd.api.meta import rfc3339
+
 PROMETHEUS_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 _METRICS = (
@@ -113,7 +115,7 @@ def machine_info(node_name, clock):
     machine_id = _read_first("/etc/machine-id") or _read_first("/var/lib/dbus/machine-id")
     cores = os.cpu_count() or 1
     return {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.seconds())),
+        "timestamp": rfc3339(clock.seconds()),
         "num_cores": cores, "num_physical_cores": cores, "num_sockets": 1,
         "cpu_frequency_khz": 0, "memory_capacity": memory, "memory_by_type": {},
         "machine_id": machine_id, "system_uuid": machine_id,

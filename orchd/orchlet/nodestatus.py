@@ -10,13 +10,13 @@ a condition changes, checked every 10 s, and otherwise every 5 minutes: the
 Lease is the frequent heartbeat, the status report the slow one.
 """
 
-import datetime
 import os
 import platform
 
 from twisted.logger import Logger
 
 from orchd import __version__
+from orchd.api.meta import rfc3339
 from orchd.orchlet.heartbeat import Repeater
 
 #: Upstream's nodeStatusUpdateFrequency and nodeStatusReportFrequency.
@@ -156,10 +156,6 @@ def conditions(health, now, previous=()):
                        "lastTransitionTime": since, "reason": reason, "message": message})
     return result
 
-
-def rfc3339(seconds):
-    return datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%SZ")
 
 
 class NodeStatus:

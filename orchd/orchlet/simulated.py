@@ -16,10 +16,10 @@ import ipaddress
 import json
 import os
 import tarfile
-import time
 
 from zope.interface import implementer
 
+from orchd.api.meta import rfc3339
 from orchd.orchlet.runtime import CheckpointUnsupported, IRuntime, UnknownContainer
 
 #: Pod IPs come from this private range, one per running pod.
@@ -31,11 +31,6 @@ NODE_MEMORY = 8 * 1024 * 1024 * 1024
 NODE_BASE_NANO_CORES = 50_000_000
 NODE_BASE_WORKING_SET = 512 * 1024 * 1024
 _READY_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
-
-
-def rfc3339(seconds):
-    """RFC 3339 UTC, second precision, as the API writes timestamps."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _digest(*parts):

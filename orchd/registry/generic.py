@@ -9,7 +9,6 @@ Objects are JSON-shaped dicts; the store keeps them as JSON bytes with the
 resourceVersion left out, since that is the store's own revision.
 """
 
-import time
 import uuid
 
 import orjson
@@ -24,11 +23,6 @@ from orchd.storage.interfaces import ConflictError, KeyExistsError, KeyNotFoundE
 
 _NOT_SPEC = frozenset(("metadata", "status", "apiVersion", "kind"))
 _MAX_RETRIES = 16
-
-
-def rfc3339(seconds):
-    """RFC 3339 UTC with second precision, as object timestamps are written."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def _spec(obj):
@@ -75,7 +69,7 @@ class ResourceStore(ResourceReads):
             obj = self._track(ctx, None, obj)
             meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
-        meta["creationTimestamp"] = rfc3339(self.clock.seconds())
+        meta["creationTimestamp"] = metadata.rfc3339(self.clock.seconds())
         meta["generation"] = 1
         generated = False
         if not meta.get("name") and meta.get("generateName"):
@@ -353,7 +347,7 @@ class ResourceStore(ResourceReads):
                 if meta.get("deletionTimestamp") and obj == self.decode(kv):
                     return obj, False
                 if not meta.get("deletionTimestamp"):
-                    meta["deletionTimestamp"] = rfc3339(self.clock.seconds())
+                    meta["deletionTimestamp"] = metadata.rfc3339(self.clock.seconds())
                     meta["deletionGracePeriodSeconds"] = 0
                     meta["generation"] = meta.get("generation", 1) + 1
                 if ctx.dry_run:

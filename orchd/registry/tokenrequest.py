@@ -16,7 +16,7 @@ from zope.interface import implementer
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.kinds import subresource_kind
 from orchd.registry.catalog import IConnector
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 10 * 60

@@ -38,6 +38,7 @@ import time
 import orjson
 from twisted.internet import defer
 
+from orchd.api.meta import rfc3339
 from orchd.storage.interfaces import CompactedError
 
 FORMAT = "orchd-snapshot"
@@ -108,7 +109,7 @@ async def _save_once(store, path, source, prefix, page):
                 "format": FORMAT, "version": VERSION, "prefix": prefix,
                 "revision": revision, "count": count, "sha256": digest.hexdigest(),
                 "source": source,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "created": rfc3339(time.time()),
                 "records": _RECORDS,
             }
             encoded = orjson.dumps(header)

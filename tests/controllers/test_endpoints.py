@@ -33,10 +33,14 @@ def pod(name, labels=None, node="n1", ports=()):
                 {"name": "c", "image": "busybox", "ports": list(ports)}]}}
 
 
-class EndpointsTests(SynchronousTestCase):
+class ServicePodsCase(SynchronousTestCase):
+    """A controller of Services and their pods (C{controller_class}) over an API harness."""
+
+    controller_class = None
+
     def setUp(self):
         self.api = APIHarness()
-        self.controller = EndpointsController(self.api.catalog, self.api.clock)
+        self.controller = self.controller_class(self.api.catalog, self.api.clock)
         self.controller.startService()
         self.addCleanup(self.controller.stopService)
         self.successResultOf(self.controller.started)
@@ -53,6 +57,10 @@ class EndpointsTests(SynchronousTestCase):
 
     def set_status(self, name, status):
         self.call("PATCH", f"{PODS}/{name}/status", {"status": status}, 200, MERGE)
+
+
+class EndpointsTests(ServicePodsCase):
+    controller_class = EndpointsController
 
     def endpoints(self, name="web"):
         code, obj, _ = self.api.call("GET", f"{ENDPOINTS}/{name}")

@@ -1,36 +1,20 @@
 """The EndpointSlice controller: a Service's pods in slices of at most 100 endpoints."""
 
 import orjson
-from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers.endpointslices import (
     CONTROLLER_NAME, MANAGED_BY, SERVICE_NAME, EndpointSliceController,
 )
 from orchd.controllers.garbagecollector import GarbageCollector
-from tests.controllers.test_endpoints import MERGE, PODS, SERVICES, pod, pod_status, service
-from tests.support import APIHarness
+from tests.controllers.test_endpoints import (
+    MERGE, PODS, SERVICES, ServicePodsCase, pod, pod_status, service,
+)
 
 SLICES = "/apis/discovery.orch.io/v1/namespaces/default/endpointslices"
 
 
-class EndpointSliceTests(SynchronousTestCase):
-    def setUp(self):
-        self.api = APIHarness()
-        self.controller = EndpointSliceController(self.api.catalog, self.api.clock)
-        self.controller.startService()
-        self.addCleanup(self.controller.stopService)
-        self.successResultOf(self.controller.started)
-
-    def call(self, method, path, body=None, code=None, headers=None):
-        result, obj, _ = self.api.call(method, path, body, headers=headers)
-        if code is not None:
-            self.assertEqual(result, code, obj)
-        return obj
-
-    def add_pod(self, name, ip, ready=True, **kwargs):
-        self.call("POST", PODS, pod(name, **kwargs), 201)
-        self.call("PATCH", f"{PODS}/{name}/status", {"status": pod_status(ip, ready)}, 200,
-                  MERGE)
+class EndpointSliceTests(ServicePodsCase):
+    controller_class = EndpointSliceController
 
     def slices(self, name="web"):
         return self.call("GET", f"{SLICES}?labelSelector={SERVICE_NAME}%3D{name}", None,

@@ -4,7 +4,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import taints as t
 from orchd.controllers.nodelifecycle import NodeLifecycleController
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 from tests.support import APIHarness
 
 NODES = "/api/v1/nodes"

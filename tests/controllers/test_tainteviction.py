@@ -6,7 +6,7 @@ from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.api import taints as t
 from orchd.controllers.nodelifecycle import NodeLifecycleController
 from orchd.controllers.tainteviction import TaintEvictionController, eviction_delay
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 from tests.support import APIHarness
 
 NODES = "/api/v1/nodes"

@@ -7,7 +7,7 @@ from zope.interface.verify import verifyObject
 
 from orchd.api import codecs
 from orchd.registry.catalog import IConnector
-from orchd.registry.generic import rfc3339
+from orchd.api.meta import rfc3339
 from tests.auth.test_serviceaccount import EC_KEY, sa_objects
 from tests.support import SA_ISSUER, APIHarness
 

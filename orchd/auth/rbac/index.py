@@ -9,11 +9,9 @@ Informers over the four kinds keep it current; nothing reads the store
 on the request path.
 """
 
-from twisted.internet.defer import Deferred, gatherResults
-
 from orchd.api.kinds import RBAC, key_prefix_of
 from orchd.auth.rbac.rules import compile_rules
-from orchd.controllers.informer import Informer
+from orchd.controllers.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
@@ -105,14 +103,12 @@ class PolicyIndex:
 
     def start(self):
         """Fires once every kind has been listed."""
-        d = gatherResults([Deferred.fromCoroutine(i.start()) for i in self._informers],
-                          consumeErrors=True)
+        d = start_all(self._informers)
         d.addCallback(lambda _: setattr(self, "synced", True))
         return d
 
     def stop(self):
-        for informer in self._informers:
-            informer.stop()
+        stop_all(self._informers)
 
     # -- following the store ------------------------------------------------------
 
