@@ -11,30 +11,17 @@ import re
 import orjson
 import yaml
 
+from orchd.api import yamldecode
+from orchd.api.bounded import MAX_DEPTH, within_depth
 from orchd.api.errors import StatusError
+from orchd.api.strictdecode import json_duplicates
 
 JSON = "application/json"
 YAML = "application/yaml"
 #: [COMPAT] the media type clients name protobuf bodies with.
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YamlDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-class _YamlLoader(_BaseLoader):
-    """
-    Safe YAML that reads timestamps as strings, as JSON would carry them.
-
-    API objects hold times as RFC 3339 strings; letting YAML turn them into
-    datetimes would change the object on its way through the server.
-    """
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
 
 #: Media types a request body may have (patch types are the handler's).
 BODY_TYPES = (JSON, YAML, "application/yml", "text/yaml", "application/x-yaml")
@@ -54,39 +41,34 @@ def dumps_yaml(obj):
 
 
 def loads_json(data):
-    """Decode a JSON body; a malformed one is the client's error (400)."""
+    """Decode a JSON body; a malformed or too deeply nested one is the client's error (400)."""
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
-
-
-def loads_yaml(data):
-    """Decode a YAML body (JSON is YAML too); malformed is 400."""
-    try:
-        return _json_shaped(yaml.load(data, Loader=_YamlLoader))
-    except yaml.YAMLError as e:
-        message = " ".join(str(e).split())
-        raise StatusError.bad_request(f"error converting YAML to JSON: {message}") from None
-
-
-def _json_shaped(value):
-    """Make YAML's richer values JSON's: map keys become strings, bytes are refused."""
-    if isinstance(value, dict):
-        return {_json_key(k): _json_shaped(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_shaped(v) for v in value]
-    if isinstance(value, (bytes, set)):
-        raise StatusError.bad_request("error converting YAML to JSON: unsupported YAML value")
+    # A body cannot nest deeper than it has brackets: most need no walk.
+    if _brackets(data) > MAX_DEPTH and not within_depth(value):
+        raise StatusError.bad_request(
+            f"couldn't get version/kind; json parse error: exceeded max depth of {MAX_DEPTH}")
     return value
 
 
-def _json_key(key):
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)
+def _brackets(data):
+    if isinstance(data, str):
+        return data.count("{") + data.count("[")
+    return data.count(b"{") + data.count(b"[")
+
+
+def loads_yaml(data):
+    """Decode a YAML body (JSON is YAML too); malformed or refused is 400."""
+    return _yaml(data)[0]
+
+
+def _yaml(data):
+    try:
+        return yamldecode.load(data)
+    except yamldecode.YAMLDecodeError as e:
+        raise StatusError.bad_request(f"error converting YAML to JSON: yaml: {e}") from None
 
 
 def media_type(header):
@@ -96,24 +78,53 @@ def media_type(header):
     return header.split(";", 1)[0].strip().lower()
 
 
+def decode(data, syntax=JSON, duplicates=False):
+    """
+    Decode a document of C{syntax} (L{JSON}, L{YAML} or L{PROTOBUF}), bounded
+    in depth and, for YAML, in alias expansion.
+
+    @param duplicates: also find keys repeated within one object.
+    @return: C{(value, paths of repeated keys)}.
+    @raise StatusError: 400 for a malformed or refused document.
+    """
+    if syntax == JSON:
+        value = loads_json(data)
+        return value, json_duplicates(data) if duplicates else []
+    if syntax == YAML:
+        value, repeated = _yaml(data)
+        return value, repeated if duplicates else []
+    value = _protobuf().decode(data)
+    if not within_depth(value):
+        raise StatusError.bad_request(f"the object nests deeper than {MAX_DEPTH} levels")
+    return value, []
+
+
+def body_syntax(content_type):
+    """
+    The syntax of a request body by its Content-Type; a missing one is JSON,
+    the API's native form.
+
+    @raise StatusError: 415 for a media type the API does not read.
+    """
+    kind = media_type(content_type) if content_type else JSON
+    if kind == JSON or kind == PROTOBUF:
+        return kind
+    if kind in _YAML_TYPES:
+        return YAML
+    raise StatusError.unsupported_media_type(kind, (JSON, YAML, PROTOBUF))
+
+
 def decode_body(content_type, data):
     """
     Decode a request body into a dict by its Content-Type.
 
-    A missing Content-Type is read as JSON, the API's native form.
-
     @raise StatusError: 415 for a media type the API does not read, 400 for
         a malformed body or one that is not an object.
     """
-    kind = media_type(content_type) if content_type else JSON
-    if kind == JSON:
-        obj = loads_json(data)
-    elif kind in _YAML_TYPES:
-        obj = loads_yaml(data)
-    elif kind == PROTOBUF:
-        obj = _protobuf().decode(data)
-    else:
-        raise StatusError.unsupported_media_type(kind, (JSON, YAML, PROTOBUF))
+    return must_be_object(decode(data, body_syntax(content_type))[0])
+
+
+def must_be_object(obj):
     if not isinstance(obj, dict):
         raise StatusError.bad_request("the body of the request must be an object")
     return obj

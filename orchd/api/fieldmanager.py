@@ -16,10 +16,10 @@ C{Update} only, the API version, so one client may hold an C{Apply} and an
 C{Update} entry at once and they conflict like any two managers.
 """
 
-import json
 
 import orjson
 
+from orchd.api.bounded import parse_json
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.fieldpath import (
     SchemaError, canonical, difference, go_json, has, intersection, path_string, paths, union,
@@ -430,7 +430,7 @@ def _allowed_by_last_applied(live, api_version, schema):
     if not text:
         return None
     try:
-        last = json.loads(text)
+        last = parse_json(text)
         if not isinstance(last, dict) or last.get("apiVersion") != api_version:
             return None
         fields = field_set(last, schema)

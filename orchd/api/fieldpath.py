@@ -20,6 +20,8 @@ L{orchd.api.fieldwalk}: this module works on paths alone.
 import json
 import re
 
+from orchd.api.bounded import parse_json
+
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
 _encode_string = json.encoder.encode_basestring
 _HTML = re.compile("[<>&\u2028\u2029]")
@@ -74,12 +76,12 @@ def parse_element(element):
     if kind == "f":
         return kind, text
     if kind == "k":
-        fields = json.loads(text)
+        fields = parse_json(text)
         if not isinstance(fields, dict):
             raise ValueError(f"invalid key {text!r}")
         return kind, fields
     if kind == "v":
-        return kind, json.loads(text)
+        return kind, parse_json(text)
     if kind == "i":
         return kind, int(text)
     raise KeyError(kind)

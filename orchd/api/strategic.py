@@ -13,6 +13,7 @@ formats share.
 
 import json
 
+from orchd.api.bounded import parse_json
 from orchd.api.errors import StatusError
 from orchd.api.patchschema import PLAIN, kind_schema
 
@@ -48,7 +49,7 @@ def decode_document(document, what):
         document = bytes(document).decode("utf-8", "replace")
     if isinstance(document, str):
         try:
-            return json.loads(document)
+            return parse_json(document)
         except ValueError as e:
             raise StatusError.bad_request(f"error decoding {what}: {e}") from None
     return document

@@ -14,10 +14,7 @@ duplicates, and the decoder reports the error.
 
 import json
 
-import yaml
-
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_MERGE = "tag:yaml.org,2002:merge"
+from orchd.api import yamldecode
 
 
 def duplicate_fields(body_bytes, media_type=None):
@@ -32,7 +29,7 @@ def duplicate_fields(body_bytes, media_type=None):
     kind = (media_type or "").split(";", 1)[0].strip().lower()
     if "yaml" in kind or "yml" in kind:
         return _yaml_duplicates(body_bytes)
-    return _json_duplicates(body_bytes)
+    return json_duplicates(body_bytes)
 
 
 # JSON ---------------------------------------------------------------------------
@@ -60,7 +57,8 @@ def _tracked(pairs):
     return mapping
 
 
-def _json_duplicates(data):
+def json_duplicates(data):
+    """The paths of keys repeated within one object of a JSON document."""
     # A first pass only looks for any duplicate: the common answer is none.
     try:
         json.loads(data, object_pairs_hook=_detect)
@@ -95,65 +93,8 @@ def _walk_json(value, path, found):
 
 # YAML ---------------------------------------------------------------------------
 
-class DuplicateKeyLoader(_BaseLoader):
-    """
-    Safe YAML that reads timestamps as strings (as L{orchd.api.codecs} does)
-    and reports duplicate mapping keys instead of building the document.
-    """
-
-    def duplicate_paths(self):
-        """The duplicate key paths of the one document of the stream."""
-        node = self.get_single_node()
-        found = []
-        if node is not None:
-            self._walk(node, "", found, set())
-        return list(dict.fromkeys(found))
-
-    def _key(self, node):
-        """The JSON key a scalar key node becomes, or None for other keys."""
-        if not isinstance(node, yaml.ScalarNode) or node.tag == _MERGE:
-            return None
-        key = self.construct_object(node, deep=True)
-        if isinstance(key, bool):
-            return "true" if key else "false"
-        if key is None:
-            return "null"
-        return str(key)
-
-    def _walk(self, node, path, found, visited):
-        # Aliases share nodes: each is walked once, which also bounds alias bombs.
-        if id(node) in visited:
-            return
-        if isinstance(node, yaml.MappingNode):
-            visited.add(id(node))
-            prefix = path + "." if path else ""
-            seen = set()
-            for key_node, value_node in node.value:
-                key = self._key(key_node)
-                if key is None:
-                    self._walk(value_node, path, found, visited)
-                    continue
-                if key in seen:
-                    found.append(prefix + key)
-                seen.add(key)
-                self._walk(value_node, prefix + key, found, visited)
-        elif isinstance(node, yaml.SequenceNode):
-            visited.add(id(node))
-            for index, item in enumerate(node.value):
-                self._walk(item, f"{path}[{index}]", found, visited)
-
-
-DuplicateKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _yaml_duplicates(data):
-    loader = DuplicateKeyLoader(data)
     try:
-        return loader.duplicate_paths()
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return yamldecode.load(data)[1]
+    except yamldecode.YAMLDecodeError:
         return []
-    finally:
-        loader.dispose()

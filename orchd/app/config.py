@@ -17,7 +17,8 @@ import os
 import socket
 
 import attr
-import yaml
+
+from orchd.api import yamldecode
 
 from orchd.api.features import describe_gates
 from orchd.app.values import (  # noqa: F401 (the upper-case names and parse_* are re-exported)
@@ -272,16 +273,6 @@ def _check_combinations(config):
             raise ConfigError(f"{_flag(attribute)}: no such file: {path}")
 
 
-def _yaml_problem(error):
-    """A YAML error as one line: where, then what."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error)
-    problem = " ".join(problem.split())
-    if mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
-    return problem
-
-
 def read_config_file(path):
     """
     The settings of a YAML file as C{{flag name: raw value}}, nulls dropped.
@@ -290,12 +281,11 @@ def read_config_file(path):
         mapping or names an unknown setting.
     """
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = yaml.safe_load(stream)
+        document = yamldecode.load_file(path)
     except OSError as error:
         raise ConfigError(f"--config: cannot read {path}: {error.strerror}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise ConfigError(f"--config: invalid YAML in {path}: {_yaml_problem(error)}") from None
+    except yamldecode.YAMLDecodeError as error:
+        raise ConfigError(f"--config: invalid YAML in {path}: {error}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):

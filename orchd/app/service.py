@@ -57,6 +57,7 @@ from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.settings import ServerSettings
+from orchd.server.offload import Offload
 from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
@@ -181,11 +182,13 @@ class ControlPlane(MultiService):
         authenticator = UnionAuthenticator(
             [X509Authenticator(reactor), BearerAuthenticator(self.tokens)],
             anonymous=config.anonymous_auth)
+        offload = Offload(reactor)
+        offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
             DiscoveryRoutes(self.catalog.served_kinds),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
-            ServerSettings(config.min_request_timeout, config.feature_gates),
+            ServerSettings(config.min_request_timeout, config.feature_gates, offload),
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)

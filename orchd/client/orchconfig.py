@@ -17,6 +17,8 @@ import tempfile
 import attr
 import yaml
 
+from orchd.api import yamldecode
+
 CLUSTER_NAME = "orchd"
 ADMIN_USER = "orch-admin"
 
@@ -136,8 +138,7 @@ def set_orchconfig_server(path, server, cluster=CLUSTER_NAME):
     Used on restart when the port or address changed: the credentials stay.
     @return: True if the file changed.
     """
-    with open(path, encoding="utf-8") as stream:
-        document = yaml.safe_load(stream)
+    document = yamldecode.load_file(path)
     for entry in document.get("clusters") or ():
         if entry.get("name") == cluster and entry.get("cluster", {}).get("server") != server:
             entry["cluster"]["server"] = server
@@ -217,12 +218,11 @@ def load_orchconfig(path):
         context names a cluster or user it does not define.
     """
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = yaml.safe_load(stream)
+        document = yamldecode.load_file(path)
     except OSError as error:
         raise OrchConfigError(f"{path}: cannot read: {error.strerror}") from None
-    except yaml.YAMLError:
-        raise OrchConfigError(f"{path}: not valid YAML") from None
+    except yamldecode.YAMLDecodeError as error:
+        raise OrchConfigError(f"{path}: not valid YAML: {error}") from None
     if not isinstance(document, dict):
         raise OrchConfigError(f"{path}: not an orchconfig (expected a mapping)")
     base = os.path.dirname(os.path.abspath(path))

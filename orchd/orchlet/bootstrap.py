@@ -18,12 +18,12 @@ import hmac
 import os
 import secrets
 
-import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
+from orchd.api import yamldecode
 from orchd.app.certs import private_key_pem
 from orchd.app.clusterinfo import KUBECONFIG, NAME, NAMESPACE
 from orchd.auth.csr import SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, node_client_request
@@ -59,11 +59,11 @@ def verify_cluster_info(configmap, token):
     if not hmac.compare_digest(detached_jws(payload, token).encode(), signature.encode()):
         raise JoinError(f"the cluster-info signature for token id {token_id!r} is invalid")
     try:
-        cluster = yaml.safe_load(payload)["clusters"][0]["cluster"]
+        cluster = yamldecode.load(payload)[0]["clusters"][0]["cluster"]
         ca_pem = base64.b64decode(cluster["certificate-authority-data"])
         x509.load_pem_x509_certificates(ca_pem)
         return cluster["server"], ca_pem
-    except (yaml.YAMLError, LookupError, TypeError, ValueError) as e:
+    except (LookupError, TypeError, ValueError) as e:  # YAMLDecodeError is a ValueError
         raise JoinError(f"cluster-info holds no usable cluster entry: {e}") from None
 
 

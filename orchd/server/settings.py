@@ -1,5 +1,7 @@
 """The parts of the configuration request handlers read."""
 
+from twisted.internet.defer import maybeDeferred
+
 from orchd.api.features import FeatureGates
 
 
@@ -8,10 +10,14 @@ class ServerSettings:
     @ivar min_request_timeout: seconds; watches without timeoutSeconds end
         between this and twice this.
     @ivar features: the L{FeatureGates} in force.
+    @ivar offload: C{offload(f, *args)} runs CPU-heavy work (decoding a
+        large body) off the reactor thread and returns a Deferred of its
+        result; by default it runs C{f} at once, as tests want.
     """
 
-    __slots__ = ("min_request_timeout", "features")
+    __slots__ = ("min_request_timeout", "features", "offload")
 
-    def __init__(self, min_request_timeout=1800, features=None):
+    def __init__(self, min_request_timeout=1800, features=None, offload=maybeDeferred):
         self.min_request_timeout = min_request_timeout
         self.features = features or FeatureGates.defaults()
+        self.offload = offload

@@ -10,12 +10,12 @@ converted on load with its looser defaults (empty namespace or resource
 means all, and every API group).
 """
 
-import json
 
 import attr
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from orchd.api.bounded import parse_json
 from orchd.auth.interfaces import Decision, IAuthorizer
 from orchd.auth.user import AUTHENTICATED
 
@@ -144,7 +144,7 @@ def parse_policy(text):
     @raise ValueError: for a line that is not a policy object.
     """
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except ValueError as error:
         raise ValueError(f"not valid JSON: {error}") from None
     if not isinstance(data, dict):

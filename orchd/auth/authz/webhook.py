@@ -19,6 +19,7 @@ from twisted.logger import Logger
 from twisted.web.client import HTTPConnectionPool
 from zope.interface import implementer
 
+from orchd.api.bounded import parse_json
 from orchd.auth.cache import CACHE_SIZE, ExpiringCache  # noqa: F401 (re-exported)
 from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.client.orchconfig import OrchConfigError, load_orchconfig
@@ -91,7 +92,7 @@ def parse_status(content):
     @raise WebhookError: for a body that is not a SubjectAccessReview.
     """
     try:
-        data = json.loads(content)
+        data = parse_json(content)
     except ValueError:
         raise WebhookError("the answer is not JSON") from None
     if not isinstance(data, dict):

@@ -10,7 +10,7 @@ async def handle(scope):
         # POST to an item path is not a create; only create-style subresources take it.
         raise StatusError.method_not_allowed("create", scope.kind.resource, scope.kind.group)
     scope.write_options("CreateOptions")
-    obj = scope.read_object()
+    obj = await scope.read_object()
     if info.subresource:
         # The site routes these to a connector (orchd.registry.catalog.IConnector).
         created = await scope.provider.connect(scope.ctx, info.name, obj)

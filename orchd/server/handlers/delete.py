@@ -9,12 +9,13 @@ from orchd.server.handlers.list import list_options
 _POLICIES = ("Orphan", "Background", "Foreground")
 
 
-def delete_options(scope):
+async def delete_options(scope):
     """The L{DeleteOptions} of the body (a DeleteOptions object) and the query."""
     body = scope.body()
     document = {}
     if body.strip():
-        document = codecs.decode_body(scope.request.getHeader(b"content-type"), body)
+        syntax = codecs.body_syntax(scope.request.getHeader(b"content-type"))
+        document = codecs.must_be_object((await scope.decode(body, syntax, False))[0])
     preconditions = document.get("preconditions") or {}
     if not isinstance(preconditions, dict):
         raise StatusError.bad_request("preconditions must be an object")
@@ -55,7 +56,7 @@ async def handle(scope):
     if info.subresource:
         raise StatusError.method_not_allowed("delete", kind.resource, kind.group)
     scope.write_options("DeleteOptions")
-    options = delete_options(scope)
+    options = await delete_options(scope)
     obj, removed = await scope.provider.delete(scope.ctx, info.name, options)
     if not removed:
         # 202 only for the legacy orphanDependents=false, as clients expect.
@@ -72,6 +73,6 @@ async def handle(scope):
 
 async def handle_collection(scope):
     scope.write_options("DeleteOptions")
-    options = delete_options(scope)
+    options = await delete_options(scope)
     result = await scope.provider.delete_collection(scope.ctx, list_options(scope), options)
     scope.respond(200, result)

@@ -20,21 +20,19 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 
 
-def _patcher(scope, media, body):
+def _patcher(scope, media, document):
     """The function that turns the current object into the patched one."""
     if media == JSON_PATCH:
-        operations = codecs.loads_json(body)
-        return lambda current: apply_json_patch(current, operations)
-    document = codecs.loads_json(body)
+        return lambda current: apply_json_patch(current, document)
     if media == MERGE_PATCH:
         return lambda current: apply_merge_patch(current, document)
     schema = patch_schema_for(scope.kind.group, scope.kind.kind)
     return lambda current: apply_strategic_merge_patch(current, document, schema)
 
 
-def _applied_config(scope, body):
+async def _applied_config(scope, body):
     """The configuration of a server-side apply: a whole object of this kind and name."""
-    applied = codecs.loads_yaml(body)
+    applied, messages = await scope.decode(body, codecs.YAML)
     if not isinstance(applied, dict):
         raise StatusError.bad_request("the apply configuration must be an object")
     for field in ("apiVersion", "kind"):
@@ -48,7 +46,7 @@ def _applied_config(scope, body):
         raise StatusError.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL "
             f"({scope.info.name})")
-    scope.check_fields(applied, scope.duplicates(body, APPLY_PATCH))
+    scope.check_fields(applied, messages)
     return applied
 
 
@@ -67,13 +65,13 @@ async def handle(scope):
     scope.write_options("PatchOptions", apply=apply)
     body = scope.body()
     if apply:
-        applied = _applied_config(scope, body)
+        applied = await _applied_config(scope, body)
         result, created = await scope.provider.apply(
             scope.ctx, info.name, applied, scope.query_bool("force"), info.subresource)
         scope.respond(201 if created else 200, result)
         return
-    messages = scope.duplicates(body, media)
-    patch = _patcher(scope, media, body)
+    document, messages = await scope.decode(body, codecs.JSON)
+    patch = _patcher(scope, media, document)
 
     def patch_and_check(current):
         patched = patch(current)

@@ -20,12 +20,16 @@ from orchd.api.fieldvalidation import (
     unknown_field_message,
 )
 from orchd.api.groups import canonical_api_version, in_spelling
-from orchd.api.strictdecode import duplicate_fields
+from orchd.api.proto.ranges import integer_errors
 from orchd.registry.context import RequestContext
 from orchd.server import negotiation
 from orchd.server.response import wants_pretty, write_body
 
 MAX_BODY = 3 * 1024 * 1024
+#: Larger JSON and protobuf bodies are decoded on the worker thread
+#: (L{orchd.server.offload}), and YAML bodies always are: a few kilobytes
+#: of YAML may expand through aliases into hundreds of thousands of values.
+INLINE_DECODE = 64 * 1024
 _TRUE = (b"true", b"1", b"True")
 _OPTIONS_GROUP = "meta.k8s.io"  # [COMPAT] clients match the option kinds' group
 _VALIDATIONS = ("Ignore", "Warn", "Strict")
@@ -119,30 +123,43 @@ class RequestScope:
             raise StatusError.too_large(f"limit is {MAX_BODY}")
         return data
 
-    def read_object(self):
+    async def read_object(self):
         """The body as an object of this resource's kind, checked field by field."""
         body = self.body()
-        content_type = self.request.getHeader(b"content-type")
-        duplicates = self.duplicates(body, content_type)
-        obj = codecs.decode_body(content_type, body)
+        syntax = codecs.body_syntax(self.request.getHeader(b"content-type"))
+        obj, duplicates = await self.decode(body, syntax)
+        obj = codecs.must_be_object(obj)
         self.check_kind(obj)
         self.check_fields(obj, duplicates)
         return obj
 
-    def duplicates(self, body, content_type):
-        """Messages for keys repeated in a body (skipped when they would be ignored)."""
-        media = codecs.media_type(content_type) if content_type else codecs.JSON
-        if self.field_validation == "Ignore" or media == codecs.PROTOBUF:
-            # A protobuf body cannot name a field twice in a way that matters.
-            return []
-        return [duplicate_field_message(path) for path in duplicate_fields(body, media)]
+    async def decode(self, body, syntax, duplicates=True):
+        """
+        Decode a body of C{syntax} (see L{codecs.decode}), off the reactor
+        thread when it is large.
+
+        @param duplicates: look for repeated keys (unless C{fieldValidation}
+            ignores them).
+        @return: C{(value, messages of keys repeated in it)}.
+        """
+        duplicates = duplicates and self.field_validation != "Ignore"
+        if syntax == codecs.YAML or len(body) > INLINE_DECODE:
+            value, repeated = await self.settings.offload(codecs.decode, body, syntax, duplicates)
+        else:
+            value, repeated = codecs.decode(body, syntax, duplicates)
+        return value, [duplicate_field_message(path) for path in repeated]
 
     def check_fields(self, obj, messages=()):
         """
         Drop fields the kind does not know, then report them as the request's
-        C{fieldValidation} asks: not at all, as warnings, or as a 400.
+        C{fieldValidation} asks: not at all, as warnings, or as a 400. Values
+        of integer fields out of their type's range are invalid (422).
         """
         kind = self.kind
+        errors = integer_errors(obj, kind.api_version, kind.kind)
+        if errors:
+            name = (obj.get("metadata") or {}).get("name") or self.info.name
+            raise StatusError.invalid(kind.kind, kind.group, str(name), errors)
         unknown = prune_unknown_fields(obj, kind.group, kind.version, kind.kind)
         messages = list(messages) + [unknown_field_message(path) for path in unknown]
         if not messages or self.field_validation == "Ignore":

@@ -9,6 +9,6 @@ async def handle(scope):
     if not info.name:
         raise StatusError.method_not_allowed("update", scope.kind.resource, scope.kind.group)
     scope.write_options("UpdateOptions")
-    obj = scope.read_object()
+    obj = await scope.read_object()
     result, created = await scope.provider.update(scope.ctx, info.name, obj, info.subresource)
     scope.respond(201 if created else 200, result)
