@@ -119,7 +119,8 @@ class Config:
                                             "with a TokenReview webhook.")
     orchlet_anonymous_auth = _setting(parse_bool, None, "Node agent: treat unauthenticated "
                                       "requests as system:anonymous; unset means "
-                                      "--anonymous-auth with --orchlet-only, else true.")
+                                      "--anonymous-auth (so --anonymous-auth=false turns "
+                                      "anonymous access off on both).")
     orchlet_authentication_token_webhook = _setting(parse_bool, None, "Node agent: check bearer "
                                                     "tokens with a TokenReview; unset means "
                                                     "--authentication-token-webhook with "

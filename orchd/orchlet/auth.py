@@ -199,10 +199,13 @@ def settings_from_config(config):
     """
     The orchlet's C{(anonymous, token_webhook, mode)} from the start-up settings.
 
-    The C{orchlet-} settings win; unset, they follow their unprefixed twins
-    with C{--orchlet-only} (no API server runs to own those) and take the
-    defaults otherwise. C{--authorization-mode} left at its API-server
-    default means AlwaysAllow.
+    The C{orchlet-} settings win. Unset, C{--orchlet-anonymous-auth} follows
+    C{--anonymous-auth} (default true) in every process: anonymous access
+    is one switch, and whoever turns it off on the API server must not find
+    the node agent's logs and stats open. The webhook and the mode follow
+    their unprefixed twins with C{--orchlet-only} (no API server runs to own
+    those) and take the defaults otherwise; C{--authorization-mode} left at
+    its API-server default means AlwaysAllow.
 
     @raise ConfigError: for an orchlet-only C{--authorization-mode} the
         orchlet does not have.
@@ -210,7 +213,7 @@ def settings_from_config(config):
     only = config.orchlet_only
     anonymous = config.orchlet_anonymous_auth
     if anonymous is None:
-        anonymous = config.anonymous_auth if only else True
+        anonymous = config.anonymous_auth
     token_webhook = config.orchlet_authentication_token_webhook
     if token_webhook is None:
         token_webhook = config.authentication_token_webhook if only else False

@@ -94,7 +94,7 @@ class Catalog:
                 cache = self.caches.get(info.key_prefix())
                 if cache is None:
                     cache = self.caches[info.key_prefix()] = WatchCache(
-                        store, info.key_prefix(), (info.kind, info.api_version), clock)
+                        store, info.key_prefix(), clock)
                 provider = ResourceStore(info, strategy_for(info, self.allocators), store, clock, self.admission,
                                          cache=cache, field_manager=self.field_manager)
             elif (info.group, info.resource) in virtual:

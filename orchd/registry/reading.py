@@ -217,9 +217,10 @@ class ResourceReads:
         Check a watch and wait for the state it must start from.
 
         @param options: L{orchd.server.handlers.watch.WatchOptions}.
-        @return: C{start(sink, encode) -> CacheWatcher}, to call once the
-            response is open; it registers the watcher without yielding, so
-            no change falls between its start and its first event.
+        @return: C{start(sink, encoder) -> CacheWatcher}, to call once the
+            response is open with the L{IWatchEncoder} of the client's
+            format; it registers the watcher without yielding, so no change
+            falls between its start and its first event.
         @raise StatusError: 504 when a NotOlderThan revision is not reached.
         """
         info, cache = self.info, self.cache
@@ -237,8 +238,8 @@ class ResourceReads:
         after = int(version) if version not in ("", "0") else 0
         expired = not initial and after and not cache.can_resume(after)
 
-        def start(sink, encode):
-            watcher = CacheWatcher(cache, prefix, selected, encode, sink,
+        def start(sink, encoder):
+            watcher = CacheWatcher(cache, prefix, selected, encoder, sink,
                                    after or cache.revision, options.allow_bookmarks)
             if expired:
                 cache.expire(watcher, after)

@@ -3,16 +3,15 @@
 The response format a request asks for in its Accept header.
 
 JSON, YAML (for answers that are not streams), protobuf for kinds that
-have a message, or a server-side printing Table when kubectl asks for one. Watches get an encoder of event frames
-from the same choice; the encoder is shared by every watcher that made it
-(through its C{key}), so each change is encoded once per format.
+have a message, or a server-side printing Table when kubectl asks for one.
+Watches get an encoder of event frames from the same choice
+(L{orchd.server.watchframes}); watchers whose encoders share a C{key}
+share the frames of a change, so each change is encoded once per format.
 """
-
-import orjson
 
 from orchd.api import codecs, tables
 from orchd.api.errors import StatusError
-from orchd.api.groups import in_spelling
+from orchd.server.watchframes import JSONFrames, ProtobufFrames, TableFrames
 
 _JSON_RANGES = ("application/json", "application/*", "*/*")
 _HARMLESS = frozenset(("charset", "pretty", "stream"))
@@ -91,41 +90,6 @@ def present(info, fmt, obj, now):
     return obj
 
 
-class JSONFrames:
-    """Encodes one watch event as a JSON line."""
-
-    key = "json"
-
-    def __call__(self, type, obj):
-        return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(obj))
-
-
-class ProtobufFrames:
-    """Encodes one watch event as a length-prefixed protobuf WatchEvent."""
-
-    key = "protobuf"
-
-    def __call__(self, type, obj):
-        return codecs._protobuf().watch_frame(type, obj)
-
-
-class TableFrames:
-    """Encodes one watch event as a JSON line whose object is a one-row Table."""
-
-    def __init__(self, info, fmt, clock):
-        self.key = ("table", fmt.table, fmt.include_object)
-        self._info = info
-        self._fmt = fmt
-        self._clock = clock
-
-    def __call__(self, type, obj):
-        table = tables.to_table(self._info, [obj], self._clock.seconds(),
-                                self._fmt.include_object, self._fmt.table)
-        return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(table))
-
-
-JSON_FRAMES = JSONFrames()
-PROTOBUF_FRAMES = ProtobufFrames()
 #: [COMPAT] the content type of a protobuf watch stream, as clients match it.
 PROTOBUF_STREAM = (codecs.PROTOBUF + ";stream=watch").encode("ascii")
 
@@ -135,29 +99,18 @@ def has_protobuf(info):
     return codecs._protobuf().supports(info.api_version, info.kind)
 
 
-class SpelledFrames:
-    """Frames whose objects carry the apiVersion spelling the client used."""
-
-    def __init__(self, frames, api_version):
-        self.key = (frames.key, api_version)
-        self._frames = frames
-        self._api_version = api_version
-
-    def __call__(self, type, obj):
-        return self._frames(type, in_spelling(obj, self._api_version))
-
-
 def watch_format(request, info, clock, spelling=None):
     """
+    The format of a watch: its content type and the encoder that writes
+    every frame of the stream (see L{orchd.server.watchframes}).
+
     @param spelling: the apiVersion to answer with, when the client used an
         upstream group name (see L{orchd.api.groups}).
-    @return: C{(content type, frame encoder)} for a watch.
+    @return: C{(content type, IWatchEncoder)}.
     """
     fmt = choose(request, allow_yaml=False, info=info)
     if fmt.table is not None:
-        return fmt.media, TableFrames(info, fmt, clock)
+        return fmt.media, TableFrames(info, fmt, clock, spelling)
     if fmt.codec == codecs.PROTOBUF:
-        media, frames = PROTOBUF_STREAM, PROTOBUF_FRAMES
-    else:
-        media, frames = b"application/json", JSON_FRAMES
-    return media, SpelledFrames(frames, spelling) if spelling else frames
+        return PROTOBUF_STREAM, ProtobufFrames(info, spelling)
+    return b"application/json", JSONFrames(info, spelling)

@@ -247,3 +247,48 @@ class IStore(Interface):
         """
         @return: Deferred firing once pending writes are done and files closed.
         """
+
+
+class IWatchEncoder(Interface):
+    """
+    Turns what happens in one watch into the frames of its stream.
+
+    The watch cache says what happened (a change and its object, a
+    bookmark's revision, the error that ends the watch) and never writes a
+    frame itself: the request's layer supplies the encoder of the format
+    the client negotiated, so bookmarks and errors come in the stream's
+    format like every change.
+    """
+
+    key = Attribute(
+        "A hashable naming the format (and everything else the frames depend on): "
+        "watchers whose encoders have equal keys share the encoded frames of a change, "
+        "so a change is encoded once per format however many clients watch.")
+
+    def event(type, obj):
+        """
+        The frame of a change.
+
+        @param type: C{ADDED}, C{MODIFIED} or C{DELETED}.
+        @param obj: the object as stored, its resourceVersion set; shared
+            between watchers, so not to be changed.
+        @return: C{bytes}.
+        """
+
+    def bookmark(revision, initial_events_end=False):
+        """
+        The frame of a BOOKMARK: every change up to C{revision} was sent.
+
+        @param initial_events_end: this bookmark ends the initial events of
+            a streaming list (C{sendInitialEvents=true}).
+        @return: C{bytes}.
+        """
+
+    def error(error):
+        """
+        The frame of the ERROR event that ends a watch.
+
+        @param error: the L{StoreError}; a L{CompactedError} when the
+            changes the watcher needs are no longer kept (clients list again).
+        @return: C{bytes}.
+        """

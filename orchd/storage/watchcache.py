@@ -9,6 +9,11 @@ queue, which a writer drains at the pace the client reads. A client that
 stops reading is dropped once its queue passes a bound, so it never holds
 up the others or the server's memory.
 
+The cache writes no frame itself: each watcher has the encoder of the
+format its client negotiated (an L{IWatchEncoder}), which the cache hands
+changes, bookmarks and the error that ends a watch. Frames of a change are
+kept on the change, by encoder key, so watchers of one format share them.
+
 In-process followers (informers, through
 L{orchd.storage.cachedreads.CachedReads}) take a L{Subscription}: the
 changes handed on as they arrive, so a change is read from the store once
@@ -100,21 +105,21 @@ class CacheWatcher:
 
     @param prefix: only keys under it (a namespace) are delivered.
     @param selected: C{selected(obj) -> bool}, the client's selectors.
-    @param encode: C{encode(type, obj, cached_event_or_None) -> bytes}: one
-        frame; frames of one change are shared between watchers through
-        C{encode.key}.
-    @param sink: what frames are written to: C{write(bytes)} and C{drop(reason)}.
+    @param encoder: the L{IWatchEncoder} of the client's format; frames of
+        one change are shared between watchers through C{encoder.key}.
+    @param sink: what frames are written to: C{write(bytes)}, C{finish()}
+        and C{drop(reason)}.
     """
 
-    __slots__ = ("cache", "prefix", "selected", "encode", "sink", "after", "queue", "later",
+    __slots__ = ("cache", "prefix", "selected", "encoder", "sink", "after", "queue", "later",
                  "queued_bytes", "paused", "stopped", "bookmarks", "_pending_snapshot",
                  "last_revision")
 
-    def __init__(self, cache, prefix, selected, encode, sink, after, bookmarks):
+    def __init__(self, cache, prefix, selected, encoder, sink, after, bookmarks):
         self.cache = cache
         self.prefix = prefix
         self.selected = selected
-        self.encode = encode
+        self.encoder = encoder
         self.sink = sink
         self.after = after
         self.bookmarks = bookmarks
@@ -148,10 +153,11 @@ class CacheWatcher:
             self._push(self._frame(DELETED, event, event.obj))
 
     def _frame(self, kind, event, obj):
-        key = (kind, self.encode.key)
+        key = (kind, self.encoder.key)
         frame = event.frames.get(key)
         if frame is None:
-            frame = event.frames[key] = self.encode(DELETED if kind == "LEFT" else kind, obj)
+            frame = event.frames[key] = self.encoder.event(
+                DELETED if kind == "LEFT" else kind, obj)
         return frame
 
     def send_initial(self, snapshot, revision, end_bookmark):
@@ -161,9 +167,13 @@ class CacheWatcher:
         self.last_revision = max(self.last_revision, revision)
         self.cache.schedule_flush(self)
 
-    def send(self, frame):
-        """Queue an out-of-band frame (bookmark, error)."""
-        self._push(frame)
+    def send_bookmark(self):
+        """Queue a BOOKMARK at the latest revision this watcher has been given."""
+        self._push(self.encoder.bookmark(max(self.cache.revision, self.after)))
+
+    def send_error(self, error):
+        """Queue the ERROR event of C{error}, a L{StoreError} that ends this watch."""
+        self._push(self.encoder.error(error))
 
     def _push(self, frame):
         if self.stopped:
@@ -200,14 +210,14 @@ class CacheWatcher:
         for kv in items:
             obj = _decode(kv.value, kv.mod_revision)
             if kv.key.startswith(self.prefix) and self.selected(obj):
-                frame = self.encode(ADDED, obj)
+                frame = self.encoder.event(ADDED, obj)
                 self.queue.append(frame)
                 size += len(frame)
                 if size >= budget:
                     return
         self._pending_snapshot = None
         if end_bookmark:
-            self.queue.append(self.cache.bookmark_frame(revision, initial_events_end=True))
+            self.queue.append(self.encoder.bookmark(revision, initial_events_end=True))
         self.queue.extend(self.later)
         self.later = []
 
@@ -264,17 +274,14 @@ class WatchCache:
 
     @param store: the L{orchd.storage.interfaces.IStore}.
     @param prefix: the resource's key prefix.
-    @param kind_header: C{(kind, apiVersion)} for bookmark objects.
     @param clock: an C{IReactorTime}.
     """
 
     log = Logger()
 
-    def __init__(self, store, prefix, kind_header, clock, history=None,
-                 flush_interval=FLUSH_INTERVAL):
+    def __init__(self, store, prefix, clock, history=None, flush_interval=FLUSH_INTERVAL):
         self.store = store
         self.prefix = prefix
-        self.kind, self.api_version = kind_header
         self.clock = clock
         self.state = {}
         self.revision = 0
@@ -345,7 +352,7 @@ class WatchCache:
     def _send_bookmarks(self):
         for watcher in list(self.watchers):
             if watcher.bookmarks:
-                watcher.send(self.bookmark_frame(max(self.revision, watcher.after)))
+                watcher.send_bookmark()
 
     def stop(self):
         self._stopped = True
@@ -455,8 +462,11 @@ class WatchCache:
             watcher.sink.drop(reason)
 
     def expire(self, watcher, requested):
-        """End a watcher with the 410 ERROR event clients answer by listing again."""
-        watcher.send(self.error_frame(requested))
+        """
+        End a watcher with the ERROR event clients answer by listing again:
+        the changes after C{requested} are no longer all kept.
+        """
+        watcher.send_error(CompactedError(requested, self.oldest))
         watcher.flush()
         watcher.stop()
         watcher.sink.finish()
@@ -478,20 +488,3 @@ class WatchCache:
             watcher.flush()
         cost = len(dirty) * WRITE_COST * FLUSH_SPACING
         self._flush_interval = min(MAX_FLUSH_INTERVAL, max(self._base_interval, cost))
-
-    # -- frames -------------------------------------------------------------
-
-    def bookmark_frame(self, revision, initial_events_end=False):
-        metadata = {"resourceVersion": str(revision)}
-        if initial_events_end:
-            # [COMPAT] clients compare the upstream spelling of this annotation.
-            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
-        return orjson.dumps({"type": "BOOKMARK", "object": {
-            "kind": self.kind, "apiVersion": self.api_version, "metadata": metadata}}) + b"\n"
-
-    def error_frame(self, requested):
-        oldest = max(self.oldest, 1)
-        return orjson.dumps({"type": "ERROR", "object": {
-            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": f"too old resource version: {requested} ({oldest - 1})",
-            "reason": "Expired", "code": 410}}) + b"\n"

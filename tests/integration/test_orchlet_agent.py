@@ -7,16 +7,22 @@ import os
 import stat
 
 from cryptography import x509
+from treq.client import HTTPClient
 from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
+from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.app.certs import issued_by
 from orchd.app.config import Config
 from orchd.app.service import make_service
+from orchd.client.tls import ClientTLSPolicy
 from orchd.orchlet.heartbeat import LEASES
 from tests.auth.bootstraptokens import SECRETS, TOKEN, token_secret
 from tests.csrsupport import CSRS
-from tests.integration.support import RunningControlPlane
+from tests.integration.support import RunningControlPlane, sleep
+
+#: The logs of container c of pod p in namespace default, on the node agent.
+LOGS = "/containerLogs/default/p/c"
 
 
 def orchlet_of(top):
@@ -68,6 +74,57 @@ class InProcessOrchletTests(TestCase):
         code, body = await agent.api.request("PATCH", "/api/v1/nodes/other/status",
                                              {"status": {}}, "application/merge-patch+json")
         self.assertEqual(code, 403, body)
+
+
+class AnonymousAccessTests(TestCase):
+    """A process that turns anonymous access off finds its node agent closed too."""
+
+    timeout = 60
+
+    async def start(self, **settings):
+        """A control plane with its node agent, pod p (container c) running on it."""
+        server = await RunningControlPlane(self, no_orchlet=False, hostname_override="node-a",
+                                           anonymous_auth=False, **settings).start()
+        service = orchlet_of(server.top)
+        agent = await service.ready
+        await agent.registered
+        code, body = await server.call("POST", "/api/v1/namespaces/default/pods", {
+            "metadata": {"name": "p"},
+            "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "img"}]}})
+        self.assertEqual(code, 201, body)
+        self.base = f"https://127.0.0.1:{service.port()}"
+        self.anonymous = HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(
+            server.plane.pki.ca_pem), pool=HTTPConnectionPool(reactor, persistent=False)))
+        for _ in range(200):
+            response = await server.client.get(self.base + LOGS)
+            await response.content()
+            if response.code == 200:
+                break
+            await sleep(0.05)
+        return server
+
+    async def codes(self, client):
+        """The answers to GET of the pod's logs and of the stats summary."""
+        codes = []
+        for path in (LOGS, "/stats/summary"):
+            response = await client.get(self.base + path)
+            await response.content()
+            codes.append(response.code)
+        return codes
+
+    async def test_anonymous_auth_false_closes_the_orchlet(self):
+        """With --anonymous-auth=false alone, logs and stats need credentials; the admin's work."""
+        server = await self.start()
+        self.assertEqual(await self.codes(self.anonymous), [401, 401])
+        self.assertEqual(await self.codes(server.client), [200, 200])
+
+    async def test_orchlet_anonymous_auth_given_reopens_it(self):
+        """An explicit --orchlet-anonymous-auth=true keeps the node agent open, not the API."""
+        server = await self.start(orchlet_anonymous_auth=True)
+        self.assertEqual(await self.codes(self.anonymous), [200, 200])
+        response = await self.anonymous.get(server.url + "/api/v1/namespaces")
+        await response.content()
+        self.assertEqual(response.code, 401)
 
 
 class JoinTests(TestCase):

@@ -1,4 +1,7 @@
-"""Watches over real TLS: the official Python client, kubectl get -w, a stuck reader."""
+"""
+Watches over real TLS: the official Python client, kubectl get -w, a stuck
+reader, and every kind of frame in JSON and protobuf streams.
+"""
 
 import os
 
@@ -12,6 +15,9 @@ from orchd.client.orchconfig import load_orchconfig
 from orchd.client.tls import policy_from_orchconfig
 from orchd.storage import watchcache
 from tests.integration.support import RunningControlPlane, kubectl, sleep
+from tests.watchsupport import (
+    PROTOBUF_WATCH, ProtocDecoder, json_events, own_protobuf_events, summary,
+)
 
 try:
     import kubernetes
@@ -83,6 +89,76 @@ class PythonClientTests(TestCase):
             return None
 
         self.assertEqual(await threads.deferToThread(stale_watch), 410)
+
+
+class FramingTests(TestCase):
+    """Bookmarks and errors over real TLS come in the stream's own format."""
+
+    timeout = 60
+
+    async def watch(self, server, accept, query):
+        """The whole body of a watch that ends by itself, and its content type."""
+        response = await server.client.get(server.url + CM + query,
+                                           headers={b"accept": [accept]})
+        self.assertEqual(response.code, 200)
+        chunks = []
+        await response.collect(chunks.append)
+        return b"".join(chunks), response.headers.getRawHeaders(b"content-type")
+
+    def decode(self, accept, data):
+        """C{(type, summary)} of every frame; protobuf is read by two decoders that must agree."""
+        if accept == PROTOBUF_WATCH:
+            independent = ProtocDecoder().events(data)
+            self.assertEqual([(t, summary(obj)) for t, obj in own_protobuf_events(data)],
+                             independent)
+            return independent
+        return [(t, summary(obj)) for t, obj in json_events(data)]
+
+    async def test_bookmarks_and_410_in_json_and_protobuf(self):
+        """
+        A streaming list with bookmarks ends its initial events, gets periodic
+        bookmarks and a last one at timeoutSeconds; a stale start gets one 410
+        ERROR: all in the negotiated framing, JSON and protobuf alike.
+        """
+        self.patch(watchcache, "BOOKMARK_INTERVAL", 0.4)
+        self.patch(watchcache, "HISTORY", 5)
+        server = await RunningControlPlane(self).start()
+        code, before = await server.call("POST", CM, {"metadata": {"name": "before"}})
+        self.assertEqual(code, 201)
+        for accept in (b"application/json", PROTOBUF_WATCH):
+            name = "during-" + ("protobuf" if accept == PROTOBUF_WATCH else "json")
+            watching = defer.Deferred.fromCoroutine(self.watch(
+                server, accept, "?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                "&resourceVersionMatch=NotOlderThan&resourceVersion=&timeoutSeconds=2"))
+            await sleep(0.3)
+            code, during = await server.call("POST", CM, {"metadata": {"name": name}})
+            self.assertEqual(code, 201)
+            data, content_type = await watching
+            self.assertEqual(content_type, [accept])
+            frames = self.decode(accept, data)
+            types = [t for t, _ in frames]
+            end = types.index("BOOKMARK")
+            self.assertIn(("ADDED", "before"), [(t, s["name"]) for t, s in frames[:end]])
+            self.assertEqual(frames[end][1]["annotations"], {"k8s.io/initial-events-end": "true"})
+            later = frames[end + 1:]
+            self.assertIn(("ADDED", name), [(t, s["name"]) for t, s in later])
+            # Periodic bookmarks, then the timeout's: at least two, all plain.
+            bookmarks = [s for t, s in later if t == "BOOKMARK"]
+            self.assertEqual(len(bookmarks), len(later) - 1)
+            self.assertGreaterEqual(len(bookmarks), 2)
+            self.assertEqual({s["kind"] for s in bookmarks}, {"ConfigMap"})
+            self.assertEqual([s["annotations"] for s in bookmarks], [{}] * len(bookmarks))
+            self.assertEqual(later[-1][0], "BOOKMARK")
+            self.assertGreaterEqual(int(later[-1][1]["resourceVersion"]),
+                                    int(during["metadata"]["resourceVersion"]))
+        for i in range(6):
+            await server.call("POST", CM, {"metadata": {"name": f"filler-{i}"}})
+        stale = "?watch=true&resourceVersion=" + before["metadata"]["resourceVersion"]
+        for accept in (b"application/json", PROTOBUF_WATCH):
+            data, _ = await self.watch(server, accept, stale)
+            ((kind, status),) = self.decode(accept, data)
+            self.assertEqual((kind, status["kind"], status["code"], status["reason"]),
+                             ("ERROR", "Status", 410, "Expired"))
 
 
 class KubectlWatchTests(TestCase):

@@ -4,6 +4,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
 
 from orchd.app.config import Config, ConfigError
+from orchd.app.tap import Options
 from orchd.auth.user import UserInfo
 from orchd.orchlet.auth import (
     ACCESS_REVIEWS, AuthorizationError, OrchletAuth, request_verb, settings_from_config,
@@ -51,27 +52,59 @@ class SettingsTests(TestCase):
     def settings(self, **values):
         return settings_from_config(Config(data_dir=self.mktemp(), **values))
 
-    def test_defaults(self):
-        self.assertEqual(self.settings(), (True, False, "AlwaysAllow"))
+    def parsed(self, *argv):
+        """The settings of a command line, parsed as twistd does."""
+        options = Options()
+        options.parseOptions(["--data-dir", self.mktemp(), *argv])
+        return settings_from_config(Config.load(options))
 
-    def test_api_server_flags_left_alone(self):
-        """With an API server in the process, the unprefixed flags are its own."""
-        self.assertEqual(self.settings(anonymous_auth=False, authentication_token_webhook=True),
+    def test_defaults(self):
+        """Nothing given: anonymous access on, no token webhook, AlwaysAllow."""
+        self.assertEqual(self.settings(), (True, False, "AlwaysAllow"))
+        self.assertEqual(self.parsed(), (True, False, "AlwaysAllow"))
+
+    def test_anonymous_off_closes_the_node_agent_too(self):
+        """With an API server in the process, --anonymous-auth=false turns the orchlet's off too."""
+        self.assertEqual(self.parsed("--anonymous-auth=false"), (False, False, "AlwaysAllow"))
+        self.assertEqual(self.settings(anonymous_auth=False), (False, False, "AlwaysAllow"))
+
+    def test_anonymous_off_from_the_config_file(self):
+        """anonymous-auth: false in the --config file closes the orchlet as the flag does."""
+        path = self.mktemp()
+        with open(path, "w") as f:
+            f.write("anonymous-auth: false\n")
+        self.assertEqual(self.parsed("--config", path)[0], False)
+
+    def test_orchlet_anonymous_given_wins(self):
+        """An explicit --orchlet-anonymous-auth wins over --anonymous-auth, either way."""
+        self.assertEqual(self.parsed("--anonymous-auth=false", "--orchlet-anonymous-auth")[0],
+                         True)
+        self.assertEqual(self.settings(anonymous_auth=False, orchlet_anonymous_auth=True)[0],
+                         True)
+        self.assertEqual(self.parsed("--orchlet-anonymous-auth=false")[0], False)
+
+    def test_api_server_webhook_and_mode_left_alone(self):
+        """With an API server in the process, its token webhook and modes stay its own."""
+        self.assertEqual(self.settings(authentication_token_webhook=True,
+                                       authorization_mode=("RBAC",)),
                          (True, False, "AlwaysAllow"))
 
     def test_prefixed(self):
+        """The orchlet- settings are the orchlet's."""
         self.assertEqual(self.settings(orchlet_anonymous_auth=False,
                                        orchlet_authentication_token_webhook=True,
                                        orchlet_authorization_mode="Webhook"),
                          (False, True, "Webhook"))
 
     def test_orchlet_only_reads_unprefixed(self):
+        """With --orchlet-only the unprefixed settings are the node agent's."""
         self.assertEqual(self.settings(orchlet_only=True, anonymous_auth=False,
                                        authentication_token_webhook=True,
                                        authorization_mode=("Webhook",)),
                          (False, True, "Webhook"))
 
     def test_orchlet_only_rejects_api_server_modes(self):
+        """An authorization mode the node agent lacks is a configuration error."""
         with self.assertRaises(ConfigError):
             self.settings(orchlet_only=True, authorization_mode=("RBAC",))
 

@@ -36,7 +36,7 @@ class CountingStore(MemoryStore):
 class CachedReadsTests(SynchronousTestCase):
     def setUp(self):
         self.store = CountingStore()
-        self.cache = WatchCache(self.store, PREFIX, ("Thing", "v1"), Clock(), history=3)
+        self.cache = WatchCache(self.store, PREFIX, Clock(), history=3)
         self.addCleanup(self.cache.stop)
         self.reads = CachedReads({PREFIX: self.cache}, self.store)
         self.seen = []

@@ -2,10 +2,12 @@
 """
 GET of a collection with C{watch=true}: a stream of change events.
 
-Events are newline-delimited JSON (or one-row Tables for C{kubectl get -w}),
-written as they happen with chunked transfer. The stream is a push producer
-on the connection: when the client stops reading, the watcher's queue grows
-instead of the connection's, and a client that stays stuck is dropped.
+Events are written as they happen with chunked transfer, every one of them
+(bookmarks and the ending ERROR too) by the encoder of the negotiated format:
+JSON lines, one-row Tables for C{kubectl get -w}, or length-prefixed protobuf
+(L{orchd.server.watchframes}). The stream is a push producer on the
+connection: when the client stops reading, the watcher's queue grows instead
+of the connection's, and a client that stays stuck is dropped.
 """
 
 import random
@@ -121,8 +123,7 @@ class WatchResponse:
         watcher = self.watcher
         if watcher is not None and not watcher.stopped:
             if watcher.bookmarks:
-                watcher.send(watcher.cache.bookmark_frame(
-                    max(watcher.cache.revision, watcher.after)))
+                watcher.send_bookmark()
             watcher.flush()
             watcher.stop()
         self.finish()
@@ -155,9 +156,9 @@ class WatchResponse:
 async def handle(scope):
     """Start a watch; the response stays open until the watch ends."""
     options = watch_options(scope, scope.settings.min_request_timeout)
-    content_type, encode = watch_format(scope.request, scope.kind, scope.provider.clock,
-                                        scope.spelling)
+    content_type, encoder = watch_format(scope.request, scope.kind, scope.provider.clock,
+                                         scope.spelling)
     start = await scope.provider.prepare_watch(scope.ctx, options)
     response = WatchResponse(scope.request, scope.provider.clock, content_type)
-    watcher = start(response, encode)
+    watcher = start(response, encoder)
     response.attach(watcher, options.timeout)

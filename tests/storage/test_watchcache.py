@@ -1,0 +1,187 @@
+"""
+The watch cache hands each watcher's encoder what happened and writes no
+frame itself; frames of a change are shared by watchers of one format.
+"""
+
+import orjson
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
+
+from orchd.storage import watchcache
+from orchd.storage.interfaces import (
+    ADDED, DELETED, MODIFIED, CompactedError, IWatchEncoder, StoreUnavailableError,
+)
+from orchd.storage.memory import MemoryStore
+from orchd.storage.watchcache import CacheWatcher, WatchCache
+
+PREFIX = "/registry/things/"
+
+
+def thing(name, colour):
+    return orjson.dumps({"metadata": {"name": name}, "colour": colour})
+
+
+@implementer(IWatchEncoder)
+class RecordingEncoder:
+    """Frames that say what the cache asked for, and a log of every call."""
+
+    def __init__(self, key, calls):
+        self.key = key
+        self.calls = calls
+
+    def event(self, type, obj):
+        self.calls.append((self.key, type, obj["metadata"]["name"]))
+        return f"{self.key}:{type}:{obj['metadata']['name']};".encode()
+
+    def bookmark(self, revision, initial_events_end=False):
+        self.calls.append((self.key, "BOOKMARK", revision, initial_events_end))
+        return f"{self.key}:BOOKMARK:{revision}:{initial_events_end};".encode()
+
+    def error(self, error):
+        self.calls.append((self.key, "ERROR", error))
+        return f"{self.key}:ERROR:{type(error).__name__};".encode()
+
+
+class Sink:
+    """What a watch response offers the cache: written bytes and how it ended."""
+
+    def __init__(self):
+        self.data = b""
+        self.ended = None
+
+    def write(self, data):
+        self.data += data
+
+    def finish(self):
+        self.ended = "finished"
+
+    def drop(self, reason):
+        self.ended = reason
+
+    def frames(self):
+        return [frame for frame in self.data.decode().split(";") if frame]
+
+
+class WatchCacheEncoderTests(SynchronousTestCase):
+    def setUp(self):
+        self.clock = Clock()
+        self.store = MemoryStore()
+        self.cache = WatchCache(self.store, PREFIX, self.clock, history=3)
+        self.addCleanup(self.cache.stop)
+        self.calls = []
+
+    def start_cache(self):
+        self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
+
+    def write(self, name, colour):
+        key = PREFIX + name
+        current = self.successResultOf(self.store.get(key))
+        if current is None:
+            return self.successResultOf(self.store.create(key, thing(name, colour)))
+        return self.successResultOf(self.store.update(key, thing(name, colour),
+                                                      current.mod_revision))
+
+    def watcher(self, key="fmt", after=None, bookmarks=False):
+        sink = Sink()
+        watcher = CacheWatcher(self.cache, PREFIX, lambda obj: True,
+                               RecordingEncoder(key, self.calls), sink,
+                               self.cache.revision if after is None else after, bookmarks)
+        return watcher, sink
+
+    def flush(self):
+        self.clock.advance(watchcache.MAX_FLUSH_INTERVAL)
+
+    def test_recording_encoder_is_an_encoder(self):
+        """The fake encoder these tests use has the interface's shape."""
+        self.assertTrue(verifyObject(IWatchEncoder, RecordingEncoder("k", [])))
+
+    def test_change_encoded_once_per_format(self):
+        """Watchers whose encoders share a key share one frame; another key encodes again."""
+        self.start_cache()
+        sinks = []
+        for key in ("json", "json", "json", "protobuf"):
+            watcher, sink = self.watcher(key)
+            self.cache.add_watcher(watcher)
+            sinks.append(sink)
+        self.write("a", "red")
+        self.write("a", "blue")
+        self.successResultOf(self.store.delete(PREFIX + "a"))
+        self.flush()
+        self.assertEqual(self.calls, [("json", ADDED, "a"), ("protobuf", ADDED, "a"),
+                                      ("json", MODIFIED, "a"), ("protobuf", MODIFIED, "a"),
+                                      ("json", DELETED, "a"), ("protobuf", DELETED, "a")])
+        self.assertEqual(sinks[0].frames(), ["json:ADDED:a", "json:MODIFIED:a",
+                                             "json:DELETED:a"])
+        self.assertEqual(sinks[1].data, sinks[0].data)
+        self.assertEqual(sinks[3].frames(), ["protobuf:ADDED:a", "protobuf:MODIFIED:a",
+                                             "protobuf:DELETED:a"])
+
+    def test_periodic_bookmark_from_the_encoder(self):
+        """The periodic bookmark is the encoder's, at the cache's revision, for bookmark watchers."""
+        self.start_cache()
+        with_bookmarks, sink = self.watcher("b", bookmarks=True)
+        without, quiet = self.watcher("q")
+        self.cache.add_watcher(with_bookmarks)
+        self.cache.add_watcher(without)
+        written = self.write("a", "red")
+        self.clock.advance(watchcache.BOOKMARK_INTERVAL)
+        self.flush()
+        self.assertEqual(sink.frames(), ["b:ADDED:a",
+                                         f"b:BOOKMARK:{written.mod_revision}:False"])
+        self.assertEqual(quiet.frames(), ["q:ADDED:a"])
+
+    def test_initial_events_end_bookmark(self):
+        """A streaming list's snapshot ends with the encoder's initial-events-end bookmark."""
+        self.write("a", "red")
+        self.write("b", "red")
+        self.start_cache()
+        watcher, sink = self.watcher(bookmarks=True)
+        snapshot, revision = self.cache.snapshot()
+        self.cache.add_watcher(watcher)
+        watcher.send_initial(snapshot, revision, True)
+        self.write("c", "red")
+        self.flush()
+        self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ADDED:b",
+                                         f"fmt:BOOKMARK:{revision}:True", "fmt:ADDED:c"])
+
+    def test_timeout_bookmark(self):
+        """send_bookmark asks the encoder for a bookmark at the latest revision given."""
+        self.start_cache()
+        watcher, sink = self.watcher(bookmarks=True)
+        self.cache.add_watcher(watcher)
+        written = self.write("a", "red")
+        watcher.send_bookmark()
+        watcher.flush()
+        self.assertEqual(sink.frames()[-1], f"fmt:BOOKMARK:{written.mod_revision}:False")
+
+    def test_expired_start_is_the_encoders_error(self):
+        """A start older than the history ends with the encoder's frame of a CompactedError."""
+        self.start_cache()
+        first = self.write("a", "red")
+        for colour in ("b", "c", "d", "e"):
+            self.write("a", colour)
+        self.assertFalse(self.cache.can_resume(first.mod_revision))
+        watcher, sink = self.watcher(after=first.mod_revision)
+        self.cache.expire(watcher, first.mod_revision)
+        self.assertEqual(sink.frames(), ["fmt:ERROR:CompactedError"])
+        self.assertEqual(sink.ended, "finished")
+        (_, _, error), = self.calls
+        self.assertEqual((error.requested, error.compacted),
+                         (first.mod_revision, self.cache.oldest))
+        self.assertEqual(self.cache.watchers, set())
+
+    def test_lost_store_watch_ends_watchers_with_an_error(self):
+        """When the cache loses the store, every watcher gets the encoder's ERROR and ends."""
+        self.start_cache()
+        watcher, sink = self.watcher()
+        self.cache.add_watcher(watcher)
+        self.write("a", "red")
+        self.cache._subscription.stop()
+        self.cache._failed(StoreUnavailableError("gone"))
+        self.flushLoggedErrors()
+        self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ERROR:CompactedError"])
+        self.assertEqual(sink.ended, "finished")
+        self.assertIsInstance(self.calls[-1][2], CompactedError)
