@@ -41,6 +41,9 @@ setup(
         # (orchd/storage/grpcwire.py); the table must follow the server's.
         "hpack>=4.0",
         "zope.interface>=6.0",
+        # pynacl: NaCl's secretbox (XSalsa20-Poly1305), the secretbox provider
+        # of encryption at rest, in upstream's stored layout.
+        "pynacl>=1.5",
     ],
     extras_require={
         "test": [

@@ -23,9 +23,11 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
   continue tokens, --page-passes full passes a round on one keep-alive
   connection: per-page latency (p50, p99, max) and seconds per pass.
 
-Two more compare orchd with itself: JSON against protobuf (encoding_cases
-below), and the default Node,RBAC against AlwaysAllow with --roles
-ClusterRoles and --bindings bindings stored (authz.py).
+Three more compare orchd with itself: JSON against protobuf (encoding_cases
+below), the default Node,RBAC against AlwaysAllow with --roles
+ClusterRoles and --bindings bindings stored (authz.py), and Secret create
+and GET with secrets encrypted at rest by aesgcm against no encryption
+(encryption.py).
 
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
@@ -43,7 +45,7 @@ etcd binary.
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,heartbeats,etcd]
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
@@ -65,6 +67,7 @@ import time
 import urllib.parse
 
 from authz import authz_cases, print_authz
+from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
 from common import (
@@ -72,8 +75,8 @@ from common import (
     raise_file_limit, rss_mb, summarize,
 )
 
-CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "heartbeats",
-         "etcd")
+CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
+         "heartbeats", "etcd")
 
 
 def watch_round(orchd, args):
@@ -261,6 +264,10 @@ def main():
         authz = os.path.join(workdir, "authz")
         os.mkdir(authz)
         authz_cases(authz, args, template, report)
+    if "encryption" in selected:
+        encryption = os.path.join(workdir, "encryption")
+        os.mkdir(encryption)
+        encryption_cases(encryption, args, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -271,6 +278,7 @@ def main():
         etcd_cases(etcd, args, template, body_path, report)
     print_report(report)
     print_authz(report)
+    print_encryption(report)
     print_heartbeats(report)
     print_etcd(report)
     if args.json:

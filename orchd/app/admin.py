@@ -30,6 +30,7 @@ import sys
 from twisted.internet import defer
 
 from orchd.app.config import ConfigError, load_config
+from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.storage import snapshot
 
 PROGRAM = "orchd-admin"
@@ -119,6 +120,12 @@ def open_store(config, tls, reactor, must_exist):
     """
     if config.storage_backend == "leveldb":
         path = os.path.join(config.data_dir, "store")
+        if not must_exist:
+            # A restore may create the data dir: owner-only, as the server makes it.
+            try:
+                secure_data_dir(config.data_dir)
+            except DataDirError as error:
+                raise AdminError(str(error)) from None
         source = {"backend": "leveldb", "path": os.path.abspath(path)}
         return _leveldb_store(path, reactor, must_exist), source
     try:
@@ -197,6 +204,9 @@ async def _snapshot(options, reactor, out):
 def main(argv=None):
     """The C{orchd-admin} console script; exits with L{run}'s status."""
     from twisted.internet.task import react
+
+    # A restored store and a saved snapshot hold every Secret: owner-only.
+    restrict_umask()
 
     async def command(reactor):
         status = await run(sys.argv[1:] if argv is None else argv, reactor)

@@ -90,6 +90,9 @@ class Config:
                            "(https:// --etcd-servers).")
     etcd_certfile = _setting(_string, None, "Client certificate (PEM) presented to etcd.")
     etcd_keyfile = _setting(_string, None, "Private key of --etcd-certfile.")
+    encryption_provider_config = _setting(_string, None, "EncryptionConfiguration file "
+                                          "(apiserver.config.orch.io/v1): the resources "
+                                          "encrypted at rest, with which providers and keys.")
     service_cluster_ip_range = _setting(_cidr, "10.96.0.0/12",
                                         "CIDR of Service cluster IPs (IPv4 or IPv6).")
     no_orchlet = _setting(parse_bool, "false", "Run no node agent in this process.")
@@ -236,7 +239,8 @@ _MODE_FILES = (("ABAC", "authorization_policy_file"),
 _INPUT_FILES = ("authorization_policy_file", "authorization_webhook_config_file",
                 "client_ca_file", "service_account_key_file", "service_account_private_key_file",
                 "tls_cert_file", "tls_private_key_file", "orchlet_client_certificate",
-                "orchlet_client_key", "etcd_cafile", "etcd_certfile", "etcd_keyfile")
+                "orchlet_client_key", "etcd_cafile", "etcd_certfile", "etcd_keyfile",
+                "encryption_provider_config")
 
 
 def _flag(attribute):

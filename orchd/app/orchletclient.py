@@ -57,8 +57,8 @@ def ensure_orchlet_client(config, pki):
                 pki.orchlet_client_cert_pem = pki.orchlet_client_key_pem = None
                 return pki
             cert_pem, key_pem = pki.issue_client_certificate(ORCHLET_CLIENT_USER)
-            _write(key_path, key_pem, private=True)
-            _write(cert_path, cert_pem, private=False)
+            _write(key_path, key_pem)
+            _write(cert_path, cert_pem)
             log.info("Generated orchlet client certificate {path}", path=cert_path)
     chain = _load_certificates(cert_path, "orchlet client certificate")
     key = _load_private_key(key_path, "orchlet client key")

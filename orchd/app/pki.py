@@ -82,8 +82,9 @@ def _public_of(block, path, what):
         raise PKIError(f"{what} {path} holds a block that is not a PEM key") from None
 
 
-def _write(path, data, private):
-    write_file_atomically(path, data, 0o600 if private else 0o644)
+def _write(path, data):
+    # Certificates too are owner-only: everything under the data dir is.
+    write_file_atomically(path, data, 0o600)
 
 
 def _service_account_algorithm(key):
@@ -224,8 +225,8 @@ class PKI:
         # A key without its certificate is what an interrupted first start
         # leaves: nothing can have been signed with it yet.
         certificate, key = create_ca()
-        _write(key_path, private_key_pem(key), private=True)
-        _write(cert_path, certificate_pem(certificate), private=False)
+        _write(key_path, private_key_pem(key))
+        _write(cert_path, certificate_pem(certificate))
         cls.log.info("Generated cluster CA {path}", path=cert_path)
         return certificate, key, cert_path, key_path
 
@@ -243,8 +244,8 @@ class PKI:
                     raise PKIError(f"cannot issue {cert_path}: the CA key is not available")
                 certificate, key = issue_certificate(ca_certificate, ca_key, APISERVER_NAME,
                                                      names=names, server=True)
-                _write(key_path, private_key_pem(key), private=True)
-                _write(cert_path, certificate_pem(certificate), private=False)
+                _write(key_path, private_key_pem(key))
+                _write(cert_path, certificate_pem(certificate))
                 cls.log.info("Generated serving certificate {path}", path=cert_path)
             elif not os.path.exists(key_path):
                 raise PKIError(f"{cert_path} exists but {key_path} is missing")
@@ -295,10 +296,10 @@ class PKI:
                 private_key = _load_private_key(private_path, "service-account key")
             else:
                 private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-                _write(private_path, private_key_pem(private_key), private=True)
+                _write(private_path, private_key_pem(private_key))
                 cls.log.info("Generated service-account signing key {path}", path=private_path)
             if not os.path.exists(own_public_path):
-                _write(own_public_path, public_key_pem(private_key.public_key()), private=False)
+                _write(own_public_path, public_key_pem(private_key.public_key()))
             elif not same_key(_load_public_keys(own_public_path, "service-account key")[0],
                                private_key.public_key()):
                 cls.log.warn("{path} does not match the signing key; tokens are verified "

@@ -21,6 +21,8 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
+from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.pki import PKI, PKIError
 from orchd.orchlet.bootstrap import credential_paths
@@ -63,6 +65,7 @@ from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.cachedreads import CachedReads
 from orchd.storage.compactor import Compactor
+from orchd.storage.encrypting import TransformingStore
 from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
 
@@ -88,6 +91,8 @@ def make_service(config, reactor=None):
     """The top service for C{config} (a L{orchd.app.config.Config})."""
     if reactor is None:
         from twisted.internet import reactor
+    # Before anything is created: whatever orchd writes is owner-only.
+    restrict_umask()
     top = MultiService()
     plane = None
     if config.orchlet_only:
@@ -122,12 +127,20 @@ class ControlPlane(MultiService):
         self.config = config
         self.reactor = reactor
         try:
+            corrected = secure_data_dir(config.data_dir)
+            self.encryption = self._encryption_config()
             self.kinds = enabled_kinds(config.runtime_config)
             self.controller_names = selected_controllers(config.controllers)
             self.pki = PKI.ensure(config)
             ensure_orchlet_client(config, self.pki)
-        except (PKIError, OrchConfigError, UnknownControllerError, ValueError) as e:
+        except (PKIError, OrchConfigError, UnknownControllerError, DataDirError,
+                ValueError) as e:
             raise fail(e) from None
+        if corrected:
+            examples = ", ".join(f"{path} ({mode:04o})" for path, mode in corrected[:3])
+            self.log.warn("Made {count} paths in {data_dir} owner-only that other users could "
+                          "read, e.g. {examples}", count=len(corrected),
+                          data_dir=config.data_dir, examples=examples)
         self.health = Health(reactor, config.livez_grace_period)
         self.store = None
         self.catalog = None
@@ -216,7 +229,28 @@ class ControlPlane(MultiService):
                           pki.orchlet_client_key_pem),
             plain_agent(self.reactor, pki.ca_pem))
 
+    def _encryption_config(self):
+        """The checked C{--encryption-provider-config}, or None; logs what it encrypts."""
+        path = self.config.encryption_provider_config
+        if path is None:
+            return None
+        try:
+            encryption = load_encryption_config(path)
+        except EncryptionConfigError as e:
+            raise fail(f"--encryption-provider-config: {e}") from None
+        for line in encryption.describe():
+            self.log.info("Encryption at rest: {rule}", rule=line)
+        for line in encryption.warnings:
+            self.log.warn("--encryption-provider-config: {warning}", warning=line)
+        return encryption
+
     def _open_store(self):
+        store = self._open_backend()
+        if self.encryption is None:
+            return store
+        return TransformingStore(store, self.encryption.transformer_for)
+
+    def _open_backend(self):
         config = self.config
         if config.storage_backend == "etcd":
             try:
@@ -226,6 +260,9 @@ class ControlPlane(MultiService):
             except Exception as e:
                 raise fail(f"cannot use etcd at {', '.join(config.etcd_servers)}: {e}") from None
         path = os.path.join(self.config.data_dir, "store")
+        # Again: twistd applies its --umask between make_service and here,
+        # and LevelDB creates its files with the process umask.
+        restrict_umask()
         try:
             return LevelDBStore(path, reactor=self.reactor)
         except Exception as e:

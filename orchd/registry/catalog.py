@@ -6,6 +6,7 @@ Built once at start from the kinds that C{--runtime-config} enables; the
 server looks resources up here by group, version and plural name.
 """
 
+from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
 
 from orchd.admission.chain import AdmissionChain
@@ -107,9 +108,19 @@ class Catalog:
                             if self.resource(key[0], key[1]) is not None}
 
     async def start_caches(self):
-        """Fill every watch cache and start following the store."""
+        """
+        Fill every watch cache and start following the store.
+
+        A cache that cannot list its resource (a value the store cannot
+        decrypt, say, once its key left the encryption configuration) does
+        not hold up the rest: it keeps trying in the background while every
+        other resource serves.
+        """
         for cache in self.caches.values():
-            await cache.start()
+            try:
+                await cache.start()
+            except Exception:
+                cache.start_failed(Failure())
 
     def stop_caches(self):
         for cache in self.caches.values():

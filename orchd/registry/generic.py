@@ -240,7 +240,10 @@ class ResourceStore(ResourceReads):
             raise self._invalid(name, errors)
         await self.admission.validate(attributes)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        if obj == old:
+        # An unchanged object is not written again, unless it is stored
+        # under an encryption key that is no longer the first: replacing
+        # every object is how a rotation reaches what is already stored.
+        if obj == old and not kv.stale:
             return old
         if ctx.dry_run:
             return obj

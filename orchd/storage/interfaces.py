@@ -20,9 +20,15 @@ class KeyValue:
     One stored key: its value and the revisions that created and last wrote it.
 
     C{mod_revision} is what the API calls an object's C{resourceVersion}.
+
+    @cvar stale: True when the value was stored in a form a write would no
+        longer give it (encrypted with a key or provider that is no longer
+        the first, see L{orchd.storage.encrypting}): an update must rewrite
+        it even when the object is unchanged.
     """
 
     __slots__ = ("key", "value", "create_revision", "mod_revision")
+    stale = False
 
     def __init__(self, key, value, create_revision, mod_revision):
         self.key = key

@@ -150,7 +150,9 @@ class LevelDBStore(RevisionedStore):
     def __init__(self, path, reactor=None, cache_size=64 << 20, replay_chunk=1000, sweep_chunk=5000):
         if reactor is None:
             from twisted.internet import reactor
-        os.makedirs(path, exist_ok=True)
+        # Owner-only: the store holds every Secret. LevelDB's own files
+        # follow the process umask (orchd.app.datadir.restrict_umask).
+        os.makedirs(path, mode=0o700, exist_ok=True)
         self._db = plyvel.DB(
             os.fspath(path),
             create_if_missing=True,

@@ -20,8 +20,11 @@ complete file from a truncated or damaged one before it writes anything.
 
 A save lists the keys page by page at the revision of its first page, so
 the snapshot is one consistent state even while a server writes (etcd);
-it writes a temporary file beside the target, syncs it, reads it back and
-checks it, and only then renames it into place.
+it writes a temporary file beside the target (mode 0600), syncs it, reads
+it back and checks it, and only then renames it into place. Values are
+copied as the store holds them: encrypted at rest stays encrypted, and a
+restore writes them back unchanged, so the target needs the same
+C{--encryption-provider-config} keys to read them.
 
 A restore writes every key with C{create} into a store that holds nothing
 under the prefix. Revisions are the target store's own: every object's
@@ -91,7 +94,11 @@ async def _save_once(store, path, source, prefix, page):
     directory = os.path.dirname(os.path.abspath(path))
     temporary = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
     try:
-        with open(temporary, "wb") as out:
+        # Owner-only, like the store it copies: it holds every Secret (as
+        # ciphertext where encryption at rest covers them).
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as out:
+            os.fchmod(descriptor, 0o600)
             out.write(b" " * (HEADER_BYTES - 1) + b"\n")
             digest, count, revision, start = hashlib.sha256(), 0, 0, None
             while True:

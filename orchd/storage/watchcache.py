@@ -27,8 +27,9 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 
+from orchd.api.errors import StatusError
 from orchd.storage.interfaces import (
-    ADDED, DELETED, MODIFIED, CompactedError, FutureRevisionError, KeyValue,
+    ADDED, DELETED, MODIFIED, CompactedError, FutureRevisionError, KeyValue, StoreError,
 )
 
 #: Changes kept for clients that resume from a recent resourceVersion.
@@ -48,6 +49,9 @@ MAX_FLUSH_INTERVAL = 0.1
 BOOKMARK_INTERVAL = 55.0
 #: How long a read "not older than" a future revision waits for it.
 FRESHNESS_WAIT = 3.0
+#: The first and the longest wait before listing again after a failed start.
+START_RETRY = 1.0
+MAX_START_RETRY = 30.0
 
 
 class CachedEvent:
@@ -297,6 +301,7 @@ class WatchCache:
         self._flush_call = None
         self._last_flush = -1.0
         self._stopped = False
+        self._restart_call = None
         self._bookmarks = LoopingCall(self._send_bookmarks)
         self._bookmarks.clock = clock
 
@@ -354,8 +359,47 @@ class WatchCache:
             if watcher.bookmarks:
                 watcher.send_bookmark()
 
+    def restart(self, delay=0.0):
+        """
+        Start again after C{delay} seconds (at once for 0), and keep trying,
+        each wait twice the last up to L{MAX_START_RETRY}, while listing
+        fails: the store is unreachable, or holds a value it cannot decrypt.
+        The resource's watches and cached lists wait meanwhile; other
+        resources serve on.
+        """
+        if self._stopped or self._restart_call is not None:
+            return
+        following = min(max(delay * 2, START_RETRY), MAX_START_RETRY)
+        if delay <= 0:
+            self._attempt_start(following)
+        else:
+            self._restart_call = self.clock.callLater(delay, self._attempt_start, following)
+
+    def _attempt_start(self, next_delay):
+        self._restart_call = None
+        if self._stopped:
+            return
+        d = Deferred.fromCoroutine(self.start())
+        d.addErrback(self.start_failed, next_delay)
+
+    def start_failed(self, failure, delay=START_RETRY):
+        """Log why L{start} failed, and L{restart} after C{delay} seconds."""
+        if self._stopped:
+            return
+        if failure.check(StatusError, StoreError):
+            self.log.error("Watch cache of {prefix} cannot list the store ({error}); trying "
+                           "again in {delay}s", prefix=self.prefix, error=failure.value,
+                           delay=delay)
+        else:
+            self.log.failure("Watch cache of {prefix} failed to start; trying again in {delay}s",
+                             failure, prefix=self.prefix, delay=delay)
+        self.restart(delay)
+
     def stop(self):
         self._stopped = True
+        if self._restart_call is not None:
+            self._restart_call.cancel()
+            self._restart_call = None
         if self._bookmarks.running:
             self._bookmarks.stop()
         if self._subscription is not None:
@@ -400,9 +444,7 @@ class WatchCache:
             self.expire(watcher, watcher.last_revision)
         for subscription in list(self.subscriptions):
             subscription.fail(error)
-        d = Deferred.fromCoroutine(self.start())
-        d.addErrback(lambda f: self.log.failure("Resync of {prefix} failed", f,
-                                                prefix=self.prefix))
+        self.restart()
 
     # -- serving ------------------------------------------------------------
 

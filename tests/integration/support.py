@@ -30,11 +30,19 @@ class RunningControlPlane:
         self.url = None
         self.stopped = False
 
-    async def start(self):
+    async def start(self, ready=True):
+        """
+        Start, and wait for readiness (or, with C{ready=False}, only for the
+        listener and the system namespaces).
+        """
         self.top.privilegedStartService()
         self.top.startService()
         self.test.addCleanup(self.stop)
-        await self.plane.ready
+        if ready:
+            await self.plane.ready
+        else:
+            while not self.plane._namespaces_hook.done:
+                await sleep(0.05)
         self.url = self.plane.url
         self.client, _ = client_from_orchconfig(self.plane.pki.admin_orchconfig_path, reactor,
                                                 self.pool)
