@@ -33,8 +33,7 @@ key name used twice in one provider kind of a rule, are refused.
 import base64
 import binascii
 
-import yaml
-
+from orchd.api import yamldecode
 from orchd.api.groups import canonical_api_version, canonical_group
 from orchd.api.kinds import KINDS
 from orchd.storage.transformers import (
@@ -176,17 +175,13 @@ def load_encryption_config(path, kinds=KINDS):
     @raise EncryptionConfigError: with one line naming the problem.
     """
     try:
-        with open(path, "rb") as stream:
-            data = stream.read()
+        document = yamldecode.load_file(path)
     except OSError as error:
         raise EncryptionConfigError(f"cannot read {path}: {error.strerror}") from None
-    if not data.strip():
+    except yamldecode.YAMLDecodeError as error:
+        raise EncryptionConfigError(f"{path} is not valid YAML: {error}") from None
+    if document is None:
         raise EncryptionConfigError(f"{path} is empty")
-    try:
-        document = yaml.safe_load(data)
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        problem = " ".join(str(error).split())
-        raise EncryptionConfigError(f"{path} is not valid YAML: {problem}") from None
     try:
         return parse_encryption_config(document, kinds)
     except EncryptionConfigError as error:

@@ -217,7 +217,7 @@ class CacheRestartTests(SynchronousTestCase):
         self.successResultOf(encrypting(backend, ("one", KEY_ONE)).create(SECRET, b"{}"))
         store = encrypting(backend, ("two", KEY_TWO))
         clock = Clock()
-        cache = WatchCache(store, "/registry/secrets/", ("Secret", "v1"), clock)
+        cache = WatchCache(store, "/registry/secrets/", clock)
         self.addCleanup(cache.stop)
         errors = []
         cache.log = Logger(observer=errors.append)
@@ -239,8 +239,7 @@ class CacheRestartTests(SynchronousTestCase):
         backend = MemoryStore()
         self.successResultOf(encrypting(backend, ("one", KEY_ONE)).create(SECRET, b"{}"))
         clock = Clock()
-        cache = WatchCache(encrypting(backend, ("two", KEY_TWO)), "/registry/secrets/",
-                           ("Secret", "v1"), clock)
+        cache = WatchCache(encrypting(backend, ("two", KEY_TWO)), "/registry/secrets/", clock)
         cache.log = Logger(observer=lambda event: None)
         cache.start_failed(self.failureResultOf(Deferred.fromCoroutine(cache.start())))
         cache.stop()
