@@ -19,6 +19,7 @@ upstream's name, as client models know only it].
 from urllib.parse import quote, urlencode
 
 from orchd.api.errors import StatusError
+from orchd.api.query import query_int, query_text
 
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "Hostname", "InternalDNS", "ExternalDNS", "ExternalIP")
 #: The query parameters of C{pods/log} the orchlet's C{/containerLogs} takes.
@@ -165,8 +166,7 @@ class NodeLocator:
 
 
 def _arg(args, key):
-    values = args.get(key.encode("ascii"))
-    return values[0].decode("utf-8", "replace") if values else ""
+    return query_text(args, key)
 
 
 def _names(containers):
@@ -207,12 +207,7 @@ def _log_query(args):
                 query.append((key, "true"))
             continue
         if key in _POSITIVE:
-            try:
-                number = int(value)
-            except ValueError:
-                raise StatusError.bad_request(
-                    f'invalid value for query parameter "{key}": "{value}" is not an integer'
-                ) from None
+            number = query_int(args, key)
             if number < _POSITIVE[key]:
                 minimum = "positive" if _POSITIVE[key] else "non-negative"
                 raise StatusError.bad_request(f"{key}: must be {minimum}, got {number}")

@@ -11,6 +11,7 @@ import base64
 import orjson
 
 from orchd.api.errors import StatusError
+from orchd.api.query import INT64_MAX
 
 _TOKEN_VERSION = "meta.k8s.io/v1"
 
@@ -73,12 +74,17 @@ def decode_continue(token):
             raise ValueError("unknown version")
         revision, start = data["rv"], data["start"]
         remaining = data.get("remaining")
-        if not isinstance(revision, int) or revision < 0 or not isinstance(start, str):
+        if not _in_range(revision) or not isinstance(start, str):
             raise ValueError("malformed")
-        if remaining is not None and (not isinstance(remaining, int) or remaining < 0):
+        if remaining is not None and not _in_range(remaining):
             raise ValueError("malformed count")
         if start.startswith("/") or "/.." in start or start.startswith(".."):
             raise ValueError("invalid start key")
         return revision, start, remaining
     except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as e:
         raise StatusError.bad_request(f"continue key is not valid: {e}") from None
+
+
+def _in_range(number):
+    """A count or revision as tokens carry them: an int64 at least 0 (etcd's range)."""
+    return type(number) is int and 0 <= number <= INT64_MAX

@@ -126,7 +126,8 @@ class ResourceReads:
                         if page.remaining is not None:
                             remaining = page.remaining + rest
                         elif known_remaining is not None and not filtered:
-                            remaining = known_remaining - len(items)
+                            # The count came with the token: never below 0, whatever it said.
+                            remaining = max(known_remaining - len(items), 0)
                         elif count_in_cache:
                             remaining = self.cache.count(prefix, next_key)
                     break

@@ -11,6 +11,7 @@ share the frames of a change, so each change is encoded once per format.
 
 from orchd.api import codecs, tables
 from orchd.api.errors import StatusError
+from orchd.api.query import query_text
 from orchd.server.watchframes import JSONFrames, ProtobufFrames, TableFrames
 
 _JSON_RANGES = ("application/json", "application/*", "*/*")
@@ -58,7 +59,8 @@ def choose(request, allow_yaml=True, info=None):
         if "as" in params:
             version = tables.wants_table(params)
             if version is not None and candidate.full in _JSON_RANGES:
-                include = tables.validate_include_object(_query(request, b"includeObject"))
+                include = tables.validate_include_object(
+                    query_text(request.args, "includeObject", None))
                 return Format(tables.table_media_type(version).encode("ascii"), codecs.JSON,
                               version, include)
             continue
@@ -70,11 +72,6 @@ def choose(request, allow_yaml=True, info=None):
                 return Format(offer.encode("ascii"), offer)
     raise StatusError.not_acceptable(
         "only the following media types are accepted: " + ", ".join(offers))
-
-
-def _query(request, name):
-    values = request.args.get(name)
-    return values[0].decode("utf-8", "replace") if values else None
 
 
 def present(info, fmt, obj, now):

@@ -10,7 +10,7 @@ written once, as a Status.
 """
 
 from io import BytesIO
-from urllib.parse import parse_qsl, unquote
+from urllib.parse import unquote
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -19,6 +19,7 @@ from twisted.web.server import NOT_DONE_YET, Request, Site
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
+from orchd.api.query import parse_query
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.context import RequestContext
 from orchd.server.errors import render_failure
@@ -171,14 +172,11 @@ class APIServer(Resource):
 
 def _read_query(request):
     """
-    Parse the query as the API reads it.
+    Parse the query as the API reads it (see L{orchd.api.query}).
 
     twisted.web drops parameters without C{=} (C{?verbose}, C{?watch}) and
     also splits on C{;}; API clients expect neither.
     """
     _, sep, query = request.uri.partition(b"?")
     if sep:
-        args = {}
-        for key, value in parse_qsl(query, keep_blank_values=True):
-            args.setdefault(key, []).append(value)
-        request.args = args
+        request.args = parse_query(query)

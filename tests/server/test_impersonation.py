@@ -157,19 +157,57 @@ class ImpersonationFilterTests(SynchronousTestCase):
         self.assertEqual(names, [b"Accept"])
 
     def test_groups_without_user(self):
-        """Groups, extras or uid without a user is a 500 listing what was asked."""
+        """Groups, extras or uid without a user is a 400 listing what was asked."""
         error = self.error({b"Impersonate-Group": [b"devs"]})
-        self.assertEqual(error.code, 500)
-        self.assertEqual(error.reason, "InternalError")
-        self.assertEqual(error.details["causes"][0]["message"],
+        self.assertEqual(error.code, 400)
+        self.assertEqual(error.reason, "BadRequest")
+        self.assertEqual(error.message,
                          "requested [{Group  devs    }] without impersonating a user")
         error = self.error({b"Impersonate-User": [b""], b"Impersonate-Extra-Scopes": [b"s"],
                             b"Impersonate-Uid": [b"u"]})
         self.assertEqual(
             error.message,
-            "Internal error occurred: requested [{UserExtra  s  authentication.orch.io/v1  "
+            "requested [{UserExtra  s  authentication.orch.io/v1  "
             "scopes} {UID  u  authentication.orch.io/v1  }] without impersonating a user")
         self.assertEqual(self.authorizer.seen, [])
+
+    def test_uid_or_extra_alone(self):
+        """Impersonate-Uid or Impersonate-Extra-* alone is the 400 upstream gives."""
+        error = self.error({b"Impersonate-Uid": [b"u"]})
+        self.assertEqual((error.code, error.message), (400, "requested [{UID  u  authentication"
+                                                            ".orch.io/v1  }] without impersonating"
+                                                            " a user"))
+        error = self.error({b"Impersonate-Extra-Foo": [b"bar"]})
+        self.assertEqual((error.code, error.message), (400, "requested [{UserExtra  bar  "
+                                                            "authentication.orch.io/v1  foo}] "
+                                                            "without impersonating a user"))
+        error = self.error({b"Impersonate-Group": [b""]})
+        self.assertEqual((error.code, error.message),
+                         (400, "requested [{Group      }] without impersonating a user"))
+
+    def test_invalid_values_are_400(self):
+        """Values that are not UTF-8 or hold control characters are refused, not replaced."""
+        cases = [
+            ({b"Impersonate-User": [b"\xff\xfe"]}, "Impersonate-User", "not valid UTF-8"),
+            ({b"Impersonate-User": [b"alice"], b"Impersonate-Group": [b"g", b"\xc0\x80"]},
+             "Impersonate-Group", "not valid UTF-8"),
+            ({b"Impersonate-User": [b"alice"], b"Impersonate-Uid": [b"u\x00"]},
+             "Impersonate-Uid", "must not contain control characters"),
+            ({b"Impersonate-User": [b"alice"], b"Impersonate-Extra-Scopes": [b"a\x1bb"]},
+             "Impersonate-Extra-Scopes", "must not contain control characters"),
+            ({b"Impersonate-Group": [b"\xff"]}, "Impersonate-Group", "not valid UTF-8"),
+        ]
+        for headers, header, reason in cases:
+            error = self.error(headers)
+            self.assertEqual((error.code, error.message),
+                             (400, f'invalid impersonation header "{header}": {reason}'))
+        self.assertEqual(self.authorizer.seen, [])
+
+    def test_extra_key_escaping_no_utf8_kept(self):
+        """An extra key whose escapes are not UTF-8 is kept as sent; a tab in a value is fine."""
+        acting = self.acting({b"Impersonate-User": [b"alice"],
+                              b"Impersonate-Extra-A%ff": [b"v\tw"]})
+        self.assertEqual(acting.extra, {"a%ff": ["v\tw"]})
 
     def test_denied_user(self):
         """A denied check is a 403 worded with the impersonation attributes."""
@@ -251,13 +289,13 @@ class ImpersonationServerTests(SynchronousTestCase):
         self.assertEqual(body["details"], {"name": "orch-admin", "kind": "users"})
 
     def test_groups_without_user(self):
-        """Groups without a user answer a 500 InternalError Status."""
+        """Groups without a user answer a 400 BadRequest Status, as upstream."""
         api = APIHarness(user=ADMIN)
         code, body, _ = api.call("GET", "/api/v1/namespaces",
                                  headers={b"Impersonate-Group": [b"a", b"b"]})
-        self.assertEqual(code, 500)
-        self.assertEqual(body["reason"], "InternalError")
-        self.assertEqual(body["message"], "Internal error occurred: requested [{Group  a    } "
+        self.assertEqual(code, 400)
+        self.assertEqual(body["reason"], "BadRequest")
+        self.assertEqual(body["message"], "requested [{Group  a    } "
                                           "{Group  b    }] without impersonating a user")
 
     def test_no_headers(self):

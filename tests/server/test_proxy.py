@@ -232,6 +232,22 @@ class PodLogTests(SynchronousTestCase):
         self.assertEqual(code, 400)
         self.assertEqual(self.agent.urls, [])
 
+    def test_hostile_option_values_are_400(self):
+        """Numbers past int64 and bytes that are not UTF-8 are 400s naming the option."""
+        self.create(pod())
+        for query, message in [
+            ("tailLines=99999999999999999999",
+             '"tailLines": "99999999999999999999" is out of range for a 64-bit integer'),
+            ("limitBytes=1e9", '"limitBytes": "1e9" is not an integer'),
+            ("sinceSeconds=%ff", '"sinceSeconds": not valid UTF-8'),
+            ("container=%ff%fe", '"container": not valid UTF-8'),
+            ("sinceTime=a%00", '"sinceTime": must not contain a NUL character'),
+        ]:
+            code, body, _ = self.api.call("GET", "/api/v1/namespaces/default/pods/p/log?" + query)
+            self.assertEqual((code, body["message"]),
+                             (400, "invalid value for query parameter " + message), query)
+        self.assertEqual(self.agent.urls, [])
+
     def test_orchlet_error_is_status(self):
         """A non-2xx reply to a log request is a Status carrying the orchlet's text."""
         self.create(pod(name="q"))

@@ -30,6 +30,8 @@ _EXTRA = b"Impersonate-Extra-"
 AUTHENTICATION_GROUP = "authentication.orch.io"
 _SA_PREFIX = "system:serviceaccount:"
 _BAD_ESCAPE = re.compile(r"%(?![0-9a-fA-F]{2})")
+# Control characters but tab, which HTTP allows inside header values.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class ImpersonationFilter:
@@ -43,20 +45,21 @@ class ImpersonationFilter:
     async def apply(self, request, user):
         """
         @return: the user the request acts as: C{user} itself without headers.
-        @raise StatusError: 403 for a denied check; 500 for groups, uid or
-            extras without C{Impersonate-User}.
+        @raise StatusError: 403 for a denied check; 400 for groups, uid or
+            extras without C{Impersonate-User} (the client's mistake, as
+            upstream answers it since it stopped calling it an internal error).
         """
         headers = request.requestHeaders
         if not any(name.startswith(_PREFIX) for name, _ in headers.getAllRawHeaders()):
             return user
         name = _first(headers, _USER)
-        groups = [_text(g) for g in headers.getRawHeaders(_GROUP, ())]
+        groups = [_text(_GROUP, g) for g in headers.getRawHeaders(_GROUP, ())]
         uid = _first(headers, _UID)
-        extras = [(_extra_key(header), [_text(v) for v in values])
+        extras = [(_extra_key(header), [_text(header, v) for v in values])
                   for header, values in headers.getAllRawHeaders() if header.startswith(_EXTRA)]
         if not name:
             if groups or uid or extras:
-                raise StatusError.internal(_without_user(groups, extras, uid))
+                raise StatusError.bad_request(_without_user(groups, extras, uid))
             return user
 
         service_account = _split_service_account(name)
@@ -109,19 +112,44 @@ class ImpersonationFilter:
         raise StatusError.forbidden(resource, group, name, why)
 
 
-def _text(value):
-    return value.decode("utf-8", "replace")
+def _text(header, value):
+    """
+    A header value as the name of a user, group, uid or extra value.
+
+    Bytes that are not UTF-8, and control characters, are refused rather
+    than replaced: two different values must never become one identity.
+    """
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _bad_header(header, "not valid UTF-8") from None
+    if _CONTROL.search(text):
+        raise _bad_header(header, "must not contain control characters")
+    return text
 
 
 def _first(headers, name):
     values = headers.getRawHeaders(name)
-    return _text(values[0]) if values else ""
+    return _text(name, values[0]) if values else ""
 
 
 def _extra_key(header):
-    """The extra key of a header: lower-cased, then percent-decoded unless malformed."""
+    """
+    The extra key of a header: lower-cased, then percent-decoded unless
+    malformed (kept as sent then, as upstream keeps it).
+    """
     key = header[len(_EXTRA):].decode("latin-1").lower()
-    return key if _BAD_ESCAPE.search(key) else unquote(key)
+    if _BAD_ESCAPE.search(key):
+        return key
+    try:
+        return unquote(key, errors="strict")
+    except UnicodeDecodeError:
+        return key
+
+
+def _bad_header(header, reason):
+    name = header.decode("latin-1")
+    return StatusError.bad_request(f'invalid impersonation header "{name}": {reason}')
 
 
 def _split_service_account(name):

@@ -2,6 +2,7 @@
 """GET of a collection: selectors, paging and the revision to read at."""
 
 from orchd.api.errors import FieldError, StatusError
+from orchd.api.query import is_revision
 from orchd.api.selectors import parse_field_selector, parse_label_selector
 from orchd.registry.options import ListOptions
 
@@ -19,13 +20,9 @@ def list_options(scope, watching=False):
         resource_version=scope.query("resourceVersion"),
         resource_version_match=scope.query("resourceVersionMatch"),
     )
-    if options.resource_version and options.resource_version != "0":
-        try:
-            if int(options.resource_version) < 0:
-                raise ValueError(options.resource_version)
-        except ValueError:
-            raise StatusError.bad_request(
-                f"invalid resource version: {options.resource_version}") from None
+    version = options.resource_version
+    if version and version != "0" and not is_revision(version):
+        raise StatusError.bad_request(f"invalid resource version: {version}")
     if options.limit < 0:
         options.limit = 0
     if not watching:

@@ -21,6 +21,7 @@ from orchd.api.fieldvalidation import (
 )
 from orchd.api.groups import canonical_api_version, in_spelling
 from orchd.api.proto.ranges import integer_errors
+from orchd.api.query import query_bool, query_int, query_text
 from orchd.registry.context import RequestContext
 from orchd.server import negotiation
 from orchd.server.response import wants_pretty, write_body
@@ -30,7 +31,6 @@ MAX_BODY = 3 * 1024 * 1024
 #: (L{orchd.server.offload}), and YAML bodies always are: a few kilobytes
 #: of YAML may expand through aliases into hundreds of thousands of values.
 INLINE_DECODE = 64 * 1024
-_TRUE = (b"true", b"1", b"True")
 _OPTIONS_GROUP = "meta.k8s.io"  # [COMPAT] clients match the option kinds' group
 _VALIDATIONS = ("Ignore", "Warn", "Strict")
 _DEFAULT_VALIDATION = "Warn"
@@ -61,25 +61,15 @@ class RequestScope:
     # -- query --------------------------------------------------------------
 
     def query(self, name, default=""):
-        values = self.request.args.get(name.encode("ascii"))
-        if not values:
-            return default
-        return values[0].decode("utf-8", "replace")
+        """The first value of query parameter C{name} as text (400 if not UTF-8, or NUL)."""
+        return query_text(self.request.args, name, default)
 
     def query_bool(self, name):
-        values = self.request.args.get(name.encode("ascii"))
-        return bool(values) and values[0] in _TRUE
+        return query_bool(self.request.args, name)
 
     def query_int(self, name, default=0):
-        text = self.query(name)
-        if not text:
-            return default
-        try:
-            return int(text)
-        except ValueError:
-            raise StatusError.bad_request(
-                f'invalid value for query parameter "{name}": "{text}" is not an integer'
-            ) from None
+        """The first value of C{name} as an int64, as upstream parses it (400 if not)."""
+        return query_int(self.request.args, name, default)
 
     def write_options(self, options_kind, apply=False):
         """

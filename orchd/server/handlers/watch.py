@@ -23,6 +23,8 @@ from orchd.server.negotiation import watch_format
 log = Logger()
 _TRUE = ("true", "1")
 _NOT_OLDER_THAN = "NotOlderThan"
+#: The longest a watch lasts, whatever its timeoutSeconds asks (one day).
+MAX_WATCH_TIMEOUT = 24 * 3600
 
 
 class WatchOptions:
@@ -65,6 +67,9 @@ def watch_options(scope, min_request_timeout):
     if timeout <= 0:
         # As upstream: spread reconnects of long-lived clients over time.
         timeout = min_request_timeout * (1 + random.random())
+    # No timer for years ahead: past the cap the watch ends early, cleanly,
+    # and the client starts the next one, as it would at any timeout.
+    timeout = min(timeout, MAX_WATCH_TIMEOUT)
     return WatchOptions(options, allow_bookmarks, send_initial, timeout)
 
 
