@@ -58,6 +58,7 @@ from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.settings import ServerSettings
 from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
+from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.cachedreads import CachedReads
@@ -198,7 +199,7 @@ class ControlPlane(MultiService):
                                      self.pki.client_ca_pems)
         try:
             self.port = reactor.listenSSL(config.secure_port, self.site, options,
-                                          interface=config.bind_address)
+                                          backlog=LISTEN_BACKLOG, interface=config.bind_address)
         except CannotListenError as e:
             self.store.close()
             raise fail(f"cannot listen on {config.bind_address}:{config.secure_port}: "

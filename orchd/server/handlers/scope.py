@@ -23,9 +23,9 @@ from orchd.api.groups import canonical_api_version, in_spelling
 from orchd.api.strictdecode import duplicate_fields
 from orchd.registry.context import RequestContext
 from orchd.server import negotiation
+from orchd.server.requestlimits import MAX_BODY
 from orchd.server.response import wants_pretty, write_body
 
-MAX_BODY = 3 * 1024 * 1024
 _TRUE = (b"true", b"1", b"True")
 _OPTIONS_GROUP = "meta.k8s.io"  # [COMPAT] clients match the option kinds' group
 _VALIDATIONS = ("Ignore", "Warn", "Strict")
