@@ -21,6 +21,7 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.fdlimit import raise_open_file_limit
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.pki import PKI, PKIError
 from orchd.orchlet.bootstrap import credential_paths
@@ -88,6 +89,8 @@ def make_service(config, reactor=None):
     """The top service for C{config} (a L{orchd.app.config.Config})."""
     if reactor is None:
         from twisted.internet import reactor
+    # Before any listener: each sizes its pending-connection bound from it.
+    raise_open_file_limit()
     top = MultiService()
     plane = None
     if config.orchlet_only:
