@@ -23,6 +23,7 @@ from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
+from orchd.app.fdlimit import raise_open_file_limit
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.pki import PKI, PKIError
 from orchd.orchlet.bootstrap import credential_paths
@@ -61,6 +62,7 @@ from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.settings import ServerSettings
 from orchd.server.offload import Offload
 from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
+from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.site import APIServer, APISite
 from orchd.server.tls import server_tls_options
 from orchd.storage.cachedreads import CachedReads
@@ -93,6 +95,8 @@ def make_service(config, reactor=None):
         from twisted.internet import reactor
     # Before anything is created: whatever orchd writes is owner-only.
     restrict_umask()
+    # Before any listener: each sizes its pending-connection bound from it.
+    raise_open_file_limit()
     top = MultiService()
     plane = None
     if config.orchlet_only:
@@ -214,7 +218,7 @@ class ControlPlane(MultiService):
                                      self.pki.client_ca_pems)
         try:
             self.port = reactor.listenSSL(config.secure_port, self.site, options,
-                                          interface=config.bind_address)
+                                          backlog=LISTEN_BACKLOG, interface=config.bind_address)
         except CannotListenError as e:
             self.store.close()
             raise fail(f"cannot listen on {config.bind_address}:{config.secure_port}: "

@@ -18,7 +18,7 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.logger import Logger
 from twisted.web.resource import Resource
-from twisted.web.server import NOT_DONE_YET, Site
+from twisted.web.server import NOT_DONE_YET
 
 from orchd.orchlet import metrics
 from orchd.orchlet.auth import (
@@ -26,6 +26,8 @@ from orchd.orchlet.auth import (
 )
 from orchd.orchlet.checkpoint import CheckpointError, checkpoint, parse_timeout
 from orchd.orchlet.logs import LogError, LogRequest, follow_log, read_log, serve_log_path, trim
+from orchd.server.channel import BoundedSite
+from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.tls import server_tls_options
 
 CHECKPOINT_GATE = "ContainerCheckpoint"
@@ -231,8 +233,9 @@ class OrchletEndpoint(Service):
         self._reactor = reactor
         self._config = config
         self._tls = server_tls_options(serving_cert_pem, serving_key_pem, list(client_ca_pems))
-        self.site = Site(OrchletResource(reactor, config, runtime, node_name, self.auth))
-        self.site.displayTracebacks = False
+        # The API server's request limits apply here too (orchd.server.channel).
+        self.site = BoundedSite(OrchletResource(reactor, config, runtime, node_name, self.auth),
+                                reactor=reactor)
         self._listening = None
         self.port = None
 
@@ -247,7 +250,7 @@ class OrchletEndpoint(Service):
     def _listen(self):
         if self._listening is None:
             self._listening = self._reactor.listenSSL(
-                self._config.orchlet_port, self.site, self._tls,
+                self._config.orchlet_port, self.site, self._tls, backlog=LISTEN_BACKLOG,
                 interface=self._config.bind_address)
             self.port = self._listening.getHost().port
 

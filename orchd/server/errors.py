@@ -16,6 +16,11 @@ from orchd.server.response import write_body
 
 log = Logger()
 
+#: Reasons of the answers a connection gives before any request is handled
+#: (L{orchd.server.channel}); upstream names none for 414 and 431.
+_REFUSAL_REASONS = {400: "BadRequest", 408: "Timeout", 413: "RequestEntityTooLarge",
+                    414: "RequestURITooLong", 431: "RequestHeaderFieldsTooLarge"}
+
 
 def request_gone(request):
     """True when the client left or the response is already complete."""
@@ -45,3 +50,9 @@ def write_status(request, error):
     for name, value in error.headers.items():
         request.setHeader(name.encode("ascii"), value.encode("ascii"))
     write_body(request, error.code, b"application/json", codecs.dumps_json(error.to_status()))
+
+
+def refusal_body(code, message):
+    """The JSON Status body of a request refused by the connection itself."""
+    error = StatusError(code, _REFUSAL_REASONS.get(code, ""), message)
+    return codecs.dumps_json(error.to_status())

@@ -26,7 +26,6 @@ from orchd.client.tls import ClientTLSPolicy
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.nodeproxy import NodeLocator
 from orchd.server.errors import request_gone
-from orchd.server.handlers.scope import MAX_BODY
 
 log = Logger()
 
@@ -133,8 +132,6 @@ async def forward(agent, request, url, content_type=None, check_status=False):
     """
     body = None
     if request.method in (b"POST", b"PUT", b"PATCH"):
-        if getattr(request, "too_large", False):
-            raise StatusError.too_large(f"the request body is larger than {MAX_BODY} bytes")
         request.content.seek(0)
         body = BytesProducer(request.content.read())
     pending = agent.request(request.method, url, _forwarded(request.requestHeaders), body)

@@ -9,25 +9,25 @@ the connector that writes the response itself). Errors from any step are
 written once, as a Status.
 """
 
-from io import BytesIO
 from urllib.parse import unquote
 
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 from twisted.web.resource import Resource
-from twisted.web.server import NOT_DONE_YET, Request, Site
+from twisted.web.server import NOT_DONE_YET
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
 from orchd.api.query import parse_query
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.context import RequestContext
-from orchd.server.errors import render_failure
+from orchd.server.channel import BoundedRequest, BoundedSite
+from orchd.server.errors import refusal_body, render_failure
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.impersonation import ImpersonationFilter
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.handlers import VERB_HANDLERS
-from orchd.server.handlers.scope import MAX_BODY, RequestScope
+from orchd.server.handlers.scope import RequestScope
 from orchd.server.health import ENDPOINTS
 from orchd.server.requestinfo import parse_request_info
 from orchd.server.settings import ServerSettings
@@ -35,48 +35,36 @@ from orchd.server.settings import ServerSettings
 _NOT_FOUND = "the server could not find the requested resource"
 
 
-class APIRequest(Request):
+class APIRequest(BoundedRequest):
     """
-    A request whose body is capped: past the limit it is dropped, not kept.
-
-    The body is held in memory (the cap keeps that small) rather than in the
-    temporary file twisted.web would otherwise use for large bodies.
+    A request whose query only the API server parses (L{_read_query}), once:
+    twisted.web's own parse of it, by other rules, would be thrown away.
     """
 
-    too_large = False
-    _received = 0
-
-    def gotLength(self, length):
-        if length is not None and length > MAX_BODY:
-            self.too_large = True
-        self.content = BytesIO()
-
-    def handleContentChunk(self, data):
-        if self.too_large:
+    def requestReceived(self, command, path, version):
+        if not self.channel.query_within_limit(path):
             return
-        self._received += len(data)
-        if self._received > MAX_BODY:
-            self.too_large = True
-            self.content = BytesIO()
-            return
-        self.content.write(data)
+        self.content.seek(0, 0)
+        self.args = {}
+        self.method, self.uri, self.clientproto = command, path, version
+        self.path = path.split(b"?", 1)[0]
+        self.process()
 
 
-class APISite(Site):
-    """The API server's Site; requests are logged by the server, not per hit."""
+class APISite(BoundedSite):
+    """
+    The API server's Site, under the request limits of L{orchd.server.channel};
+    requests are logged by the server, not per hit.
+    """
 
     requestFactory = APIRequest
-    displayTracebacks = False
-
-    def __init__(self, resource, **kwargs):
-        # No HTML form decoding of POST bodies into request.args: the API
-        # never reads form arguments (a body must not set query options), and
-        # twisted.web parses each POST's Content-Type through the email
-        # package to look for them, a sixth of a create's CPU.
-        super().__init__(resource, parsePOSTFormSubmission=False, **kwargs)
 
     def log(self, request):
         pass
+
+    def refusal(self, code, message):
+        """What the connection answers by itself is a Status too."""
+        return b"application/json", refusal_body(code, message)
 
 
 class APIServer(Resource):

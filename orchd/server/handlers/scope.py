@@ -26,7 +26,6 @@ from orchd.registry.context import RequestContext
 from orchd.server import negotiation
 from orchd.server.response import wants_pretty, write_body
 
-MAX_BODY = 3 * 1024 * 1024
 #: Larger JSON and protobuf bodies are decoded on the worker thread
 #: (L{orchd.server.offload}), and YAML bodies always are: a few kilobytes
 #: of YAML may expand through aliases into hundreds of thousands of values.
@@ -104,14 +103,9 @@ class RequestScope:
     # -- body ---------------------------------------------------------------
 
     def body(self):
-        """The raw request body, refused past the size limit (413)."""
-        if getattr(self.request, "too_large", False):
-            raise StatusError.too_large(f"limit is {MAX_BODY}")
+        """The raw request body (the connection refuses one past C{MAX_BODY} with 413)."""
         self.request.content.seek(0)
-        data = self.request.content.read()
-        if len(data) > MAX_BODY:
-            raise StatusError.too_large(f"limit is {MAX_BODY}")
-        return data
+        return self.request.content.read()
 
     async def read_object(self):
         """The body as an object of this resource's kind, checked field by field."""
