@@ -65,7 +65,8 @@ class BoundedChannel(HTTPChannel):
         # twisted.web counts the head's lines and bytes as they arrive (no
         # code of ours runs per line); its refusals are given our answers in
         # lineLengthExceeded and _respondToBadRequestAndDisconnect.
-        self.MAX_LENGTH = limits.max_line
+        self.delimiter = b"\n"
+        self.MAX_LENGTH = limits.max_line + 1   # the CR before LF is not counted
         self.totalHeadersSize = limits.max_head
         self.maxHeaders = limits.max_headers
         self._state = None
@@ -157,6 +158,14 @@ class BoundedChannel(HTTPChannel):
                 self._arm(_HEADERS, self.limits.header_timeout)
             elif state == _BODY:
                 self._arm(_BODY, self.limits.body_timeout)
+
+    def lineReceived(self, line):
+        # Lines end at LF, with or without CR before it, as Go's servers
+        # read them: a client that sends bare LF gets an answer, not a
+        # wait for the head's deadline.
+        if line[-1:] == b"\r":
+            line = line[:-1]
+        HTTPChannel.lineReceived(self, line)
 
     def rawDataReceived(self, data):
         if not self._closing:

@@ -8,7 +8,7 @@ but one that is presented must chain to a client CA, or the handshake
 fails; the x509 authenticator can then trust whatever certificate arrived.
 """
 
-from OpenSSL import crypto
+from OpenSSL import SSL, crypto
 from twisted.internet.ssl import Certificate, CertificateOptions, TLSVersion
 
 from orchd.app.certs import split_pem_certificates
@@ -23,7 +23,7 @@ def server_tls_options(cert_pem, key_pem, client_ca_pems):
              for pem in split_pem_certificates(cert_pem)]
     key = crypto.load_privatekey(crypto.FILETYPE_PEM, key_pem)
     cas = [Certificate.loadPEM(pem).original for pem in client_ca_pems]
-    return CertificateOptions(
+    return _ServerOptions(
         privateKey=key,
         certificate=chain[0],
         extraCertChain=chain[1:],
@@ -32,3 +32,16 @@ def server_tls_options(cert_pem, key_pem, client_ca_pems):
         requireCertificate=False,
         raiseMinimumTo=TLSVersion.TLSv1_2,
     )
+
+
+class _ServerOptions(CertificateOptions):
+    """
+    Server TLS without client-initiated renegotiation (TLS 1.2): each one
+    costs the server a handshake, and would get around the handshake
+    deadline and the connection bound of L{orchd.server.channel}.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # Made now, before any connection uses (and freezes) the context.
+        self.getContext().set_options(SSL.OP_NO_RENEGOTIATION)

@@ -215,6 +215,16 @@ class SizeTests(ChannelCase):
         self.assertRefused(transport, 400, "the request is not valid HTTP/1.1")
 
 
+class LineEndTests(ChannelCase):
+    def test_bare_lf_is_read(self):
+        """Lines ending in LF alone are read as with CRLF: an answer at once, not a timeout."""
+        channel, transport = self.open()
+        channel.dataReceived(b"POST /x HTTP/1.1\nHost: a\nContent-Length: 2\n\nhi")
+        code, _, body = response(transport)
+        self.assertEqual((code, body), (200, b"ok:hi"))
+        self.assertEqual(self.resource.seen, [(b"POST", b"/x", b"hi")])
+
+
 class BodyTests(ChannelCase):
     def test_content_length_over_limit_is_413_at_once(self):
         """A Content-Length over 3 MiB is answered 413 before any body is sent."""
