@@ -3,6 +3,7 @@ What the fuzz tests share: one reproducible hypothesis profile, the contract
 check, and strategies for JSON values and hostile text.
 """
 
+import os
 import time
 
 from hypothesis import HealthCheck, settings
@@ -17,8 +18,16 @@ _PROFILE = dict(deadline=None, derandomize=True, database=None, print_blob=True,
                                        HealthCheck.filter_too_much])
 
 
+#: ORCHD_FUZZ_SCALE=20 runs every property with twenty times its examples,
+#: from a random start: a longer hunt by hand, not for CI.
+_SCALE = int(os.environ.get("ORCHD_FUZZ_SCALE", "0") or 0)
+
+
 def fuzz(examples):
     """The settings of one property: C{examples} examples, reproducible."""
+    if _SCALE:
+        return settings(max_examples=examples * _SCALE,
+                        **dict(_PROFILE, derandomize=False))
     return settings(max_examples=examples, **_PROFILE)
 
 
@@ -56,6 +65,17 @@ def bounded(test, function, *args, errors=(), seconds=SECONDS, **kwargs):
     if elapsed > seconds:
         test.fail(f"{function.__qualname__} took {elapsed:.2f} s (bound {seconds} s)")
     return outcome
+
+
+def pending(reason):
+    """
+    Skip a property that fails on a bug being fixed elsewhere; C{reason}
+    names the exact failing input, so it can be unskipped once fixed.
+    """
+    def mark(test):
+        test.skip = "pending: " + reason
+        return test
+    return mark
 
 
 # -- strategies ------------------------------------------------------------------

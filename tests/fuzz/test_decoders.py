@@ -284,9 +284,11 @@ class ProtobufTests(SynchronousTestCase):
         encoded = bytearray(codec().encode({"apiVersion": api_version, "kind": kind, **body}))
         for _ in range(data.draw(st.integers(1, 4))):
             at = data.draw(st.integers(0, len(encoded)))
-            action = data.draw(st.integers(0, 2))
+            action = data.draw(st.integers(0, 3))
             if action == 0 and at < len(encoded):
                 encoded[at] ^= 1 << data.draw(st.integers(0, 7))
+            elif action == 3 and at < len(encoded):
+                encoded[at] = data.draw(st.integers(0x80, 0xff))  # text no longer UTF-8
             elif action == 1:
                 del encoded[at:]
             else:
