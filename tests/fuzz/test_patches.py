@@ -264,7 +264,7 @@ class FieldManagerTests(SynchronousTestCase):
     @given(st.one_of(st.none(), workloads()), workloads(), _MANAGED,
            st.sampled_from(["", "status"]))
     def test_update(self, old, new, managed, subresource):
-        """Recording any create or update (with any managedFields sent) gives well-formed entries."""
+        """Any create or update, with any managedFields sent, records well-formed entries."""
         old, new = as_decoded(old), as_decoded(_with_managed(new, managed))
         before = copy.deepcopy((old, new))
         outcome = bounded(self, self.manager.update, old, new, "m", "apps/v1", "apps",

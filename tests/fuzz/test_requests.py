@@ -238,7 +238,7 @@ class SitePathTests(SiteCase):
     @example(b"GET", "/api/v1/namespaces/default/configmaps/%ff")
     @example(b"DELETE", "/api/v1/namespaces/default/configmaps/" + "a" * 5000)
     def test_hostile_paths(self, method, path):
-        """Any method on any path (dot segments, escapes, NULs, long names) is answered below 500."""
+        """Any method on any path (dot segments, escapes, NULs, long names) is answered < 500."""
         self.exchange(_request(method, _encoded(path), body=None))
 
 
@@ -328,7 +328,7 @@ class SiteBodyTests(SiteCase):
              b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, finalizers: [a, a]}",
              b"?fieldManager=m")
     def test_hostile_bodies(self, write, body, query):
-        """Hostile JSON, YAML and protobuf bodies of creates, updates, patches, applies and deletes are answered below 500."""
+        """Hostile bodies of creates, updates, patches, applies and deletes are answered < 500."""
         method, path, content_type = write
         headers = [(b"Content-Type", content_type)] if content_type else []
         self.exchange(_request(method, path.encode() + query, headers, body))
@@ -401,7 +401,7 @@ class SiteMalformedTests(SiteCase):
     @example(b"POST /api/v1/namespaces HTTP/1.1\r\nContent-Length: 3\r\n"
              b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
     def test_malformed_http(self, data):
-        """Malformed HTTP (request lines, versions, line ends, framing, pipelining) never gets a 5xx."""
+        """Malformed HTTP (request lines, versions, line ends, framing, pipelining) gets no 5xx."""
         self.exchange(data, complete=False)
 
     @fuzz(30)
