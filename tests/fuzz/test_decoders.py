@@ -172,8 +172,8 @@ class YAMLDecoderTests(SynchronousTestCase):
         ours = bounded(self, yamldecode.load, document, errors=yamldecode.YAMLDecodeError)
         try:
             theirs = yaml.load(document, Loader=_SafeLoader)
-        except (yaml.YAMLError, ValueError, OverflowError):
-            return
+        except Exception:  # noqa: BLE001 - the reference, not the code under test
+            return  # PyYAML itself crashes on some (`!!bool ""`, `!!timestamp ""`)
         if ours.error is not None:
             return
         try:

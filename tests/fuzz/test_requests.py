@@ -372,7 +372,7 @@ def _malformed():
     request_lines = st.one_of(
         st.tuples(st.sampled_from([b"GET", b"G\x00T", b"", b"get", b"POST", b"GET GET"]),
                   st.sampled_from([b"/api/v1/namespaces", b"", b"*", b"http://x/api",
-                                   b"/\x00", b"/ /", b"/" + b"a" * 20000, b"/%ff?%ff=%ff"]),
+                                   b"/\x00", b"/ /", b"/" + b"a" * 20000, b"/%ff"]),
                   st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"HTTP/9", b"",
                                    b"HTTP/1.1x", b"http/1.1", b"HTTP/1.1 extra"])).map(
             lambda t: b" ".join(part for part in t if part)),
