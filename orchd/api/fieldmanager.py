@@ -324,8 +324,8 @@ class FieldManager:
         @param ignored: fields the write cannot change (see L{reset_fields}):
             the applier does not own them and they cause no conflicts.
         @raise StatusError: 409 on conflicts with other managers unless
-            C{force}; 400 if C{applied} carries managedFields; 500 (no
-            reason, as upstream) if a keyed list item lacks or repeats its key.
+            C{force}; 400 if C{applied} carries managedFields; 422 (upstream:
+            500) if a keyed list item lacks or repeats its key.
         @return: the new object, a fresh copy sharing nothing with the inputs.
         """
         if _meta(applied).get("managedFields") is not None:
@@ -334,9 +334,12 @@ class FieldManager:
         try:
             config_fields = field_set(applied, schema)
         except SchemaError as e:
+            # Upstream answers 500 here, though the configuration is at fault
+            # (a keyed list item without its key, or a key twice): a client
+            # error is a 4xx, so this is a 422 with upstream's text.
             meta = _meta(applied)
-            raise StatusError(
-                500, "", f"failed to create typed patch object ({meta.get('namespace', '')}/"
+            raise StatusError.unprocessable(
+                f"failed to create typed patch object ({meta.get('namespace', '')}/"
                 f"{meta.get('name', '')}; {_gvk(api_version, kind)}): {e}") from None
         if ignored:
             config_fields = without(config_fields, ignored)

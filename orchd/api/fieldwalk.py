@@ -307,8 +307,11 @@ def merge(live, config, fields):
                 out.pop(name, None)
             continue
         kinds = type(ours), type(theirs)
-        if kinds == (dict, dict) and not schema.replace:
-            out[name] = merge(ours, theirs, schema.fields)
+        if kinds[1] is dict and not schema.replace:
+            # A new map is merged into an empty one, so that its nulls
+            # remove fields as they do in a map that exists: applying the
+            # same configuration again changes nothing.
+            out[name] = merge(ours if kinds[0] is dict else {}, theirs, schema.fields)
         elif kinds == (list, list) and schema.merge:
             out[name] = _merge_list(ours, theirs, schema)
         else:

@@ -175,7 +175,10 @@ class _Builder:
             return construct(text)
         except YAMLDecodeError:
             raise
-        except (ValueError, KeyError, OverflowError) as e:
+        except (ValueError, KeyError, IndexError, OverflowError) as e:
+            # IndexError: PyYAML's int and float constructors index the
+            # text's first character, so an explicitly tagged empty scalar
+            # (`!!int ""`) fails there.
             raise YAMLDecodeError(f"cannot read the value {text[:40]!r}: {e}") from None
 
     def start(self, event, is_map):

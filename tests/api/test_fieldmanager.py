@@ -510,16 +510,41 @@ class ApplyTests(Harness):
         self.assertEqual((error.code, error.message), (400, "metadata.managedFields must be nil"))
 
     def test_keyed_item_without_key(self):
-        """A container without a name cannot be applied: 500 with upstream's text."""
+        """A container without a name cannot be applied: 422 (not upstream's 500), its text."""
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
                "spec": {"containers": [{"image": "x"}]}}
         error = self.assertRaises(StatusError, self.manager.apply, None, pod, "m", False,
                                   "v1", "", "Pod")
-        self.assertEqual(error.code, 500)
+        self.assertEqual((error.code, error.reason), (422, "Invalid"))
         self.assertEqual(error.message, (
             "failed to create typed patch object (ns/p; /v1, Kind=Pod): .spec.containers: "
             "element 0: associative list with keys has an element that omits key field "
             '"name" (and doesn\'t have default value)'))
+
+    def test_keyed_items_repeated_or_not_maps(self):
+        """Finalizers twice, or an ownerReference that is not a map, are a 422, not a 500."""
+        for meta, problem in (({"finalizers": ["a", "a"]},
+                               '.metadata.finalizers: duplicate entries for key [="a"]'),
+                              ({"ownerReferences": [None]},
+                               ".metadata.ownerReferences: element 0: associative list with "
+                               "keys may not have non-map elements")):
+            config = {"apiVersion": "apps/v1", "kind": "Deployment",
+                      "metadata": {"name": "d", **meta}}
+            error = self.assertRaises(StatusError, self.manager.apply, None, config, "m", False,
+                                      "apps/v1", "apps", "Deployment")
+            self.assertEqual(error.code, 422)
+            self.assertTrue(error.message.endswith(problem), error.message)
+
+    def test_null_in_new_map_removes_the_field(self):
+        """A null inside a map the object lacks is dropped, so a second apply changes nothing."""
+        config = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"replicas": None, "template": {"spec": {"nodeName": None}}},
+                  "status": {"metadata": None}}
+        first = self.manager.apply(None, config, "m", False, "apps/v1", "apps", "Deployment")
+        self.assertEqual(first["spec"], {"template": {"spec": {}}})
+        self.assertEqual(first["status"], {})
+        again = self.manager.apply(first, config, "m", False, "apps/v1", "apps", "Deployment")
+        self.assertEqual(again, first)
 
     def test_result_is_independent(self):
         """The applied object shares nothing with live or the configuration."""

@@ -177,6 +177,21 @@ class EnvelopeTests(SynchronousTestCase):
             error = self.assertRaises(StatusError, self.codec.decode, data)
             self.assertEqual(error.code, 400)
 
+    def test_strings_not_utf8_are_400(self):
+        """String fields, map keys and the envelope's kind that are not UTF-8 are 400, not 500."""
+        from orchd.api.proto.envelope import codec
+        body = codec().encode({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "n", "labels": {"a": "v"},
+                                            "finalizers": ["f"]},
+                               "data": {"k": "w"}})
+        for old, new in ((b"\x02v1", b"\x02\xff1"), (b"\x01k", b"\x01\xff"),
+                         (b"\x01a", b"\x01\xff"), (b"\x01n", b"\x01\xff"),
+                         (b"\x01v", b"\x01\xff"), (b"\x01w", b"\x01\xff"),
+                         (b"\x01f", b"\x01\xff")):
+            self.assertIn(old, body)
+            error = self.assertRaises(StatusError, codec().decode, body.replace(old, new, 1))
+            self.assertEqual(error.code, 400, old)
+
     def test_status_from_meta(self):
         """Status is known under any version."""
         status = {"apiVersion": "v1", "kind": "Status", "metadata": {}, "status": "Failure",

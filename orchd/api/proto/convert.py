@@ -88,6 +88,9 @@ class Converter:
             return self.read(message)
         except WrongType as e:
             raise StatusError.bad_request(f"{e.where()}: not valid {e.expected}") from None
+        except UnicodeDecodeError:
+            # A map whose string keys are not UTF-8 fails as it is iterated.
+            raise StatusError.bad_request("a map key is not valid UTF-8 text") from None
 
     def fill(self, message, obj):
         """Set the fields of C{message} from the JSON object C{obj}."""
@@ -249,18 +252,19 @@ class Converter:
         if field.is_map:
             if shape == MESSAGE:
                 def read(value, out):
-                    out[json] = {k: read_message(v) for k, v in value.items()}
+                    out[json] = {_text(k, json): read_message(v) for k, v in value.items()}
             elif shape == SPECIAL:
                 special = field.special
 
                 def read(value, out):
-                    out[json] = {k: specials.read(v, special, self) for k, v in value.items()}
+                    out[json] = {_text(k, json): specials.read(v, special, self)
+                                 for k, v in value.items()}
             elif shape == BYTES:
                 def read(value, out):
-                    out[json] = {k: _b64(v) for k, v in value.items()}
+                    out[json] = {_text(k, json): _b64(v) for k, v in value.items()}
             else:
                 def read(value, out):
-                    out[json] = dict(value)
+                    out[json] = {_text(k, json): _text(v, json) for k, v in value.items()}
             return read
         if field.repeated:
             if shape == MESSAGE:
@@ -274,6 +278,9 @@ class Converter:
             elif shape == BYTES:
                 def read(value, out):
                     out[json] = [_b64(v) for v in value]
+            elif field.scalar_type == "string":
+                def read(value, out):
+                    out[json] = [_text(v, json) for v in value]
             else:
                 def read(value, out):
                     out[json] = list(value)
@@ -294,6 +301,10 @@ class Converter:
             def read(value, out):
                 if value or keep:
                     out[json] = _b64(value)
+        elif field.scalar_type == "string":
+            def read(value, out):
+                if value or keep:
+                    out[json] = _text(value, json)
         else:
             def read(value, out):
                 if value or keep:
@@ -315,6 +326,18 @@ def _through(name, inner):
         write(child, value)
     field.write = write_through
     return field
+
+
+def _text(value, json):
+    """
+    A string field's value, which must be text: protobuf hands proto2
+    strings that are not UTF-8 over as bytes, which no JSON can carry.
+    """
+    if type(value) is bytes:
+        error = WrongType("UTF-8 text")
+        error.path.append(json)
+        raise error
+    return value
 
 
 def _bytes_in(value):

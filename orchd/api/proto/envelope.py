@@ -88,6 +88,10 @@ class ProtobufCodec:
             raise StatusError.bad_request("the protobuf body could not be decoded") from None
         api_version = envelope.typeMeta.apiVersion
         kind = envelope.typeMeta.kind
+        if type(api_version) is not str or type(kind) is not str:
+            # proto2 strings that are not UTF-8 come out as bytes.
+            raise StatusError.bad_request("the protobuf body's apiVersion and kind must be "
+                                          "UTF-8 text")
         cls = self._schema.kind_message(api_version, kind)
         if cls is None:
             raise StatusError.bad_request(
