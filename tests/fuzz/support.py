@@ -67,17 +67,6 @@ def bounded(test, function, *args, errors=(), seconds=SECONDS, **kwargs):
     return outcome
 
 
-def pending(reason):
-    """
-    Skip a property that fails on a bug being fixed elsewhere; C{reason}
-    names the exact failing input, so it can be unskipped once fixed.
-    """
-    def mark(test):
-        test.skip = "pending: " + reason
-        return test
-    return mark
-
-
 # -- strategies ------------------------------------------------------------------
 
 #: Numbers a JSON or YAML document may carry, the awkward ones above all.

@@ -21,7 +21,7 @@ from orchd.api import codecs
 from orchd.registry.options import decode_continue, encode_continue
 from orchd.server.requestinfo import RequestInfo, parse_request_info
 from orchd.server.site import APISite
-from tests.fuzz.support import bounded, fuzz, json_values, pending
+from tests.fuzz.support import bounded, fuzz, json_values
 from tests.fuzz.test_decoders import laughs, yaml_documents
 from tests.support import APIHarness
 
@@ -243,9 +243,6 @@ class SitePathTests(SiteCase):
 
 
 class SiteQueryTests(SiteCase):
-    @pending("query parsing (issue 14 point 3): GET "
-          "/api/v1/namespaces/default/configmaps?labelSelector=%80 answers 500 "
-          "(UnicodeEncodeError in orchd.server.site._read_query's parse_qsl)")
     @fuzz(250)
     @given(st.sampled_from([b"GET", b"DELETE", b"PATCH", b"PUT", b"POST"]), _RESOURCES,
            queries)
@@ -357,9 +354,6 @@ class SiteHeaderTests(SiteCase):
         """Hostile Accept, Content-Type and other header values are answered below 500."""
         self.exchange(_request(method, path.encode(), headers, b"{}"))
 
-    @pending("impersonation headers (issue 14 point 3): GET "
-          "/api/v1/namespaces/default/configmaps with 'Impersonate-Group: alice' and no "
-          "Impersonate-User answers 500 (orchd/server/filters/impersonation.py)")
     @fuzz(100)
     @given(_RESOURCES, _IMPERSONATION)
     def test_impersonation_headers(self, path, headers):
