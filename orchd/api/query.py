@@ -94,13 +94,32 @@ def query_int(args, name, default=0):
     if raw.isdigit() and len(raw) < 19:     # bytes.isdigit: ASCII digits only
         return int(raw)
     value = _decode(name, raw)
-    digits = value[1:] if value[:1] in ("+", "-") else value
-    if not digits or not digits.isascii() or not digits.isdigit():
+    number = parse_int64(value)
+    if number is None:
+        if _is_integer(value):
+            raise query_error(name, f"{_quote(value)} is out of range for a 64-bit integer")
         raise query_error(name, f"{_quote(value)} is not an integer")
-    number = int(value)
-    if not INT64_MIN <= number <= INT64_MAX:
-        raise query_error(name, f"{_quote(value)} is out of range for a 64-bit integer")
     return number
+
+
+def _is_integer(text):
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    return bool(digits) and digits.isascii() and digits.isdigit()
+
+
+def parse_int64(text):
+    """
+    C{text} as Go's C{strconv.ParseInt(text, 10, 64)} reads it (optional
+    sign, ASCII digits, within int64), or None. Thousands of digits are
+    refused without converting them (Python refuses past 4300).
+    """
+    if not _is_integer(text):
+        return None
+    significant = (text[1:] if text[:1] in ("+", "-") else text).lstrip("0") or "0"
+    if len(significant) > 19:
+        return None
+    number = -int(significant) if text[0] == "-" else int(significant)
+    return number if INT64_MIN <= number <= INT64_MAX else None
 
 
 def is_revision(text):
@@ -108,7 +127,10 @@ def is_revision(text):
     True when C{text} is a revision the stores can be asked for: decimal
     digits only, within int64 (what etcd takes; upstream parses a uint64).
     """
-    return text.isdigit() and text.isascii() and (len(text) < 19 or int(text) <= INT64_MAX)
+    if not (text.isdigit() and text.isascii()):
+        return False
+    significant = text.lstrip("0")
+    return len(significant) < 19 or (len(significant) == 19 and int(significant) <= INT64_MAX)
 
 
 def query_bool(args, name):

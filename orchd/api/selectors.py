@@ -16,6 +16,7 @@ from orchd.api.fieldselectors import (
     METADATA_FIELDS, FieldRequirement, FieldSelector, parse_field_selector,
 )
 from orchd.api.meta import label_key_errors, label_value_errors
+from orchd.api.query import parse_int64
 
 __all__ = [
     "EQUALS", "DOUBLE_EQUALS", "NOT_EQUALS", "IN", "NOT_IN", "EXISTS", "DOES_NOT_EXIST",
@@ -52,15 +53,6 @@ def _quote(value):
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _parse_int(text):
-    """Go's strconv.ParseInt(text, 10, 64), or None."""
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(1 << 63) <= value < (1 << 63) else None
-
-
 class Requirement:
     """One term of a label selector: C{key <operator> values}."""
 
@@ -71,7 +63,7 @@ class Requirement:
         self.operator = operator
         self.values = tuple(values)
         self._set = frozenset(self.values)
-        self._number = _parse_int(self.values[0]) if len(self.values) == 1 else None
+        self._number = parse_int64(self.values[0]) if len(self.values) == 1 else None
 
     def matches(self, labels):
         op = self.operator
@@ -86,7 +78,7 @@ class Requirement:
         value = labels.get(self.key)
         if value is None or self._number is None:
             return False
-        number = _parse_int(value)
+        number = parse_int64(value)
         if number is None:
             return False
         return number > self._number if op == GREATER_THAN else number < self._number
@@ -145,7 +137,7 @@ def new_requirement(key, operator, values=()):
             errors.append(f"values: Invalid value: {rendered}: "
                           "for 'Gt', 'Lt' operators, exactly one value is required")
         for i, value in enumerate(values):
-            if _parse_int(value) is None:
+            if parse_int64(value) is None:
                 errors.append(f"values[{i}]: Invalid value: {_quote(value)}: "
                               "for 'Gt', 'Lt' operators, the value must be an integer")
     else:

@@ -34,7 +34,7 @@ MAX_BODY = 3 * 1024 * 1024
 TLS_HANDSHAKE_TIMEOUT = 10.0
 #: Seconds from a request's first byte (or from the handshake, for the
 #: first request of a connection) to the end of its header block; then 408.
-HEADER_TIMEOUT = 30.0
+HEADER_TIMEOUT = 10.0
 #: Seconds from the end of the headers to the end of the body; then 408.
 BODY_TIMEOUT = 60.0
 #: Seconds a keep-alive connection may wait for its next request's first

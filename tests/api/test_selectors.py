@@ -130,6 +130,8 @@ class LabelSelectorTests(SynchronousTestCase):
         self.assertParseError(
             "n>x", 'unable to parse requirement: values[0]: Invalid value: "x": '
                    "for 'Gt', 'Lt' operators, the value must be an integer")
+        # Thousands of digits: refused as out of range, without converting them.
+        self.assertRaises(StatusError, parse_label_selector, "n>" + "9" * 10_000)
 
 
 class LabelSelectorObjectTests(SynchronousTestCase):

@@ -345,16 +345,16 @@ class TimeoutTests(ChannelCase):
         channel.dataReceived(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
 
     def test_trickled_headers_get_408(self):
-        """Headers trickled a byte every 5 s are answered 408 30 s after their first byte."""
+        """Headers trickled a byte every 2 s are answered 408 10 s after their first byte."""
         channel, transport = self.open()
-        self.clock.advance(20)      # a fresh connection may wait before sending
+        self.clock.advance(5)       # a fresh connection may wait before sending
         for byte in b"GET / HTTP/1.1\r\nX-Slow: " + b"a" * 10:
             if transport.value():
                 break
             channel.dataReceived(bytes([byte]))
-            self.clock.advance(5)
-        self.assertEqual(self.clock.seconds(), 50)
-        self.assertRefused(transport, 408, "the request headers did not arrive within 30s")
+            self.clock.advance(2)
+        self.assertEqual(self.clock.seconds(), 15)
+        self.assertRefused(transport, 408, "the request headers did not arrive within 10s")
 
     def test_trickled_body_gets_408(self):
         """A body trickled a byte every 5 s is answered 408 60 s after the headers."""
@@ -385,11 +385,11 @@ class TimeoutTests(ChannelCase):
         self.assertEqual(transport.value(), b"")
 
     def test_after_handshake_first_request_is_due(self):
-        """After the handshake, a connection that sends nothing is closed 30 s later, silently."""
+        """After the handshake, a connection that sends nothing is closed 10 s later, silently."""
         channel, transport = self.open(tls=True)
         self.clock.advance(5)
         channel.handshakeCompleted()
-        self.clock.advance(29)
+        self.clock.advance(9)
         self.assertFalse(transport.disconnecting)
         self.clock.advance(1)
         self.assertTrue(transport.disconnecting)
