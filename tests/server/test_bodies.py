@@ -121,3 +121,18 @@ class HostileBodyTests(SynchronousTestCase):
         self.api.call("POST", CM, {"metadata": {"name": "large"}, "data": {"k": "v" * 70_000}})
         self.assertEqual(offloaded, ["application/yaml", "application/json"])
         self.assertEqual(self.api.call("GET", CM + "/large")[0], 200)
+
+
+class TypeMetaTests(SynchronousTestCase):
+    def test_api_version_and_kind_must_be_strings(self):
+        """A number or list as apiVersion or kind is a 400 (found by schemathesis), not a 500."""
+        api = APIHarness()
+        for body in ({"apiVersion": 1.5, "metadata": {"name": "a"}},
+                     {"apiVersion": ["v1"], "metadata": {"name": "a"}},
+                     {"kind": 7, "metadata": {"name": "a"}}):
+            code, status, _ = api.call("POST", CM, body)
+            self.assertEqual((code, status["reason"]), (400, "BadRequest"), body)
+            self.assertIn("of type string", status["message"])
+        api.call("POST", CM, {"metadata": {"name": "a"}})
+        code, _, _ = api.call("PATCH", CM + "/a", b'{"apiVersion": 3}', content_type=MERGE)
+        self.assertEqual(code, 400)

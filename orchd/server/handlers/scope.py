@@ -22,6 +22,7 @@ from orchd.api.fieldvalidation import (
 from orchd.api.groups import canonical_api_version, in_spelling
 from orchd.api.proto.ranges import integer_errors
 from orchd.api.query import query_bool, query_int, query_text
+from orchd.api.strategic import json_kind
 from orchd.registry.context import RequestContext
 from orchd.server import negotiation
 from orchd.server.response import wants_pretty, write_body
@@ -158,6 +159,12 @@ class RequestScope:
         info = self.kind
         kind = kind or info.kind
         api_version = obj.get("apiVersion")
+        for field in ("apiVersion", "kind"):
+            value = obj.get(field)
+            if value is not None and type(value) is not str:
+                raise StatusError.bad_request(
+                    f"json: cannot unmarshal {json_kind(value)} into Go struct field "
+                    f"TypeMeta.{field} of type string")
         if api_version:
             canonical = canonical_api_version(api_version)
             if canonical != api_version:
