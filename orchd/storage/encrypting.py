@@ -24,6 +24,9 @@ from orchd.storage.interfaces import (
 )
 from orchd.storage.transformers import TransformError
 
+#: Plaintexts remembered by key (see L{TransformingStore._recent}).
+RECENT = 4096
+
 
 class StaleKeyValue(KeyValue):
     """A L{KeyValue} read with other than the writing provider and key."""
@@ -83,6 +86,10 @@ class TransformingStore:
     def __init__(self, store, transformer_for):
         self.store = store
         self._transformer_for = transformer_for
+        #: key -> the plaintext KeyValue last read or written there. A key's
+        #: revision names its value, so a hit needs no decryption: a GET of
+        #: an object read before costs a dictionary lookup.
+        self._recent = {}
 
     @property
     def compacted_revision(self):
@@ -110,6 +117,9 @@ class TransformingStore:
     def _decrypt(self, kv):
         if kv is None:
             return None
+        recent = self._recent.get(kv.key)
+        if recent is not None and recent.mod_revision == kv.mod_revision:
+            return recent
         transformer = self._transformer_for(kv.key)
         if transformer is None:
             return kv
@@ -118,7 +128,14 @@ class TransformingStore:
             return StaleKeyValue(kv.key, plain, kv.create_revision, kv.mod_revision)
         if plain is kv.value:
             return kv
-        return KeyValue(kv.key, plain, kv.create_revision, kv.mod_revision)
+        return self._remember(KeyValue(kv.key, plain, kv.create_revision, kv.mod_revision))
+
+    def _remember(self, kv):
+        recent = self._recent
+        if len(recent) >= RECENT and kv.key not in recent:
+            del recent[next(iter(recent))]     # the oldest remembered
+        recent[kv.key] = kv
+        return kv
 
     def _decrypt_event(self, event):
         key = event.key
@@ -167,10 +184,12 @@ class TransformingStore:
         d = self.store.update(key, stored, expected_revision)
         return d.addCallbacks(self._as_written, self._conflict, (value,))
 
-    @staticmethod
-    def _as_written(kv, value):
+    def _as_written(self, kv, value):
         # The plaintext is at hand: no need to decrypt what was just encrypted.
-        return KeyValue(kv.key, value, kv.create_revision, kv.mod_revision)
+        written = KeyValue(kv.key, value, kv.create_revision, kv.mod_revision)
+        if self._transformer_for(kv.key) is None:
+            return written
+        return self._remember(written)
 
     def _conflict(self, failure):
         if failure.check(ConflictError) and failure.value.current is not None:
@@ -188,7 +207,10 @@ class TransformingStore:
 
     def _deleted(self, result):
         revision, previous = result
-        return revision, self._decrypt(previous)
+        previous = self._decrypt(previous)
+        if previous is not None:
+            self._recent.pop(previous.key, None)
+        return revision, previous
 
     def watch(self, prefix, after_revision, on_events, on_error):
         watch = _TransformingWatch(self._decrypt_event, on_events, on_error)

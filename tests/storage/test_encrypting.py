@@ -141,6 +141,55 @@ class ValuePathTests(SynchronousTestCase):
         self.assertEqual(previous.value, PLAIN)
 
 
+class RecentTests(SynchronousTestCase):
+    """Plaintexts are remembered by key and revision, so repeated reads decrypt nothing."""
+
+    def setUp(self):
+        self.backend = MemoryStore()
+        self.store = encrypting(self.backend)
+        self.decrypted = 0
+        transformer_for = self.store._transformer_for
+
+        def counting(key):
+            chain = transformer_for(key)
+            if chain is None:
+                return None
+            test = self
+
+            class Counting:
+                def to_storage(self, value, key):
+                    return chain.to_storage(value, key)
+
+                def from_storage(self, value, key):
+                    test.decrypted += 1
+                    return chain.from_storage(value, key)
+            return Counting()
+        self.store._transformer_for = counting
+
+    def test_reads_after_a_write_decrypt_nothing(self):
+        """What was just written, and then read again, is answered without decrypting."""
+        self.successResultOf(self.store.create(SECRET, PLAIN))
+        for _ in range(3):
+            self.assertEqual(self.successResultOf(self.store.get(SECRET)).value, PLAIN)
+        self.assertEqual(self.decrypted, 0)
+
+    def test_a_new_revision_is_decrypted(self):
+        """A value written behind the decorator's back (another server) is decrypted once."""
+        created = self.successResultOf(self.store.create(SECRET, PLAIN))
+        other = encrypting(self.backend)
+        self.successResultOf(other.update(SECRET, b'{"v":2}', created.mod_revision))
+        for _ in range(2):
+            self.assertEqual(self.successResultOf(self.store.get(SECRET)).value, b'{"v":2}')
+        self.assertEqual(self.decrypted, 1)
+
+    def test_deleted_key_is_forgotten(self):
+        """A delete drops the remembered plaintext."""
+        self.successResultOf(self.store.create(SECRET, PLAIN))
+        self.successResultOf(self.store.delete(SECRET))
+        self.assertIsNone(self.successResultOf(self.store.get(SECRET)))
+        self.assertEqual(self.store._recent, {})
+
+
 class RotationTests(SynchronousTestCase):
     """Values under a key that is no longer first read as stale; removed keys fail clearly."""
 
