@@ -73,6 +73,7 @@ class BoundedChannel(HTTPChannel):
         self._timer = None
         self._timer_for = None     # the state whose deadline the timer holds
         self._closing = False
+        self._body_due = 0.0       # when the body being received must be whole
 
     # -- deadlines ------------------------------------------------------------
 
@@ -101,8 +102,12 @@ class BoundedChannel(HTTPChannel):
             self.refuse(408, "the request headers did not arrive within "
                              f"{self.limits.header_timeout:g}s")
         elif state == _BODY:
-            self.refuse(408, f"the request body did not arrive within "
-                             f"{self.limits.body_timeout:g}s")
+            if self.site.reactor.seconds() < self._body_due:
+                self.refuse(408, f"no part of the request body arrived for "
+                                 f"{self.limits.body_pause_timeout:g}s")
+            else:
+                self.refuse(408, f"the request body did not arrive within "
+                                 f"{self.limits.body_timeout:g}s")
         elif state == _IDLE:
             self._log.debug("Closing idle connection from {peer}", peer=self._peer())
             self.loseConnection()
@@ -153,11 +158,14 @@ class BoundedChannel(HTTPChannel):
         # still incomplete now: a request that arrived whole (the usual case)
         # moves no timer until it is answered.
         state = self._state
-        if state != self._timer_for:
-            if state == _HEADERS:
-                self._arm(_HEADERS, self.limits.header_timeout)
-            elif state == _BODY:
-                self._arm(_BODY, self.limits.body_timeout)
+        if state == _BODY:
+            # Due at the body's deadline, or sooner if it pauses.
+            now = self.site.reactor.seconds()
+            if self._timer_for != _BODY:
+                self._body_due = now + self.limits.body_timeout
+            self._arm(_BODY, min(self.limits.body_pause_timeout, self._body_due - now))
+        elif state == _HEADERS and self._timer_for != _HEADERS:
+            self._arm(_HEADERS, self.limits.header_timeout)
 
     def lineReceived(self, line):
         # Lines end at LF, with or without CR before it, as Go's servers

@@ -37,6 +37,9 @@ TLS_HANDSHAKE_TIMEOUT = 10.0
 HEADER_TIMEOUT = 10.0
 #: Seconds from the end of the headers to the end of the body; then 408.
 BODY_TIMEOUT = 60.0
+#: Seconds a body may pause (no byte of it arriving) before its end; then
+#: 408: a body announced and never sent is answered this soon.
+BODY_PAUSE_TIMEOUT = 10.0
 #: Seconds a keep-alive connection may wait for its next request's first
 #: byte, and a finished response for a slow reader to take more of it.
 IDLE_TIMEOUT = 90.0
@@ -61,14 +64,16 @@ class RequestLimits:
     """
 
     __slots__ = ("max_line", "max_head", "max_headers", "max_query_params", "max_body",
-                 "tls_handshake_timeout", "header_timeout", "body_timeout", "idle_timeout",
-                 "close_timeout", "max_pending_connections")
+                 "tls_handshake_timeout", "header_timeout", "body_timeout",
+                 "body_pause_timeout", "idle_timeout", "close_timeout",
+                 "max_pending_connections")
 
     def __init__(self, max_line=MAX_LINE, max_head=MAX_HEAD, max_headers=MAX_HEADERS,
                  max_query_params=MAX_QUERY_PARAMS, max_body=MAX_BODY,
                  tls_handshake_timeout=TLS_HANDSHAKE_TIMEOUT, header_timeout=HEADER_TIMEOUT,
-                 body_timeout=BODY_TIMEOUT, idle_timeout=IDLE_TIMEOUT,
-                 close_timeout=CLOSE_TIMEOUT, max_pending_connections=None):
+                 body_timeout=BODY_TIMEOUT, body_pause_timeout=BODY_PAUSE_TIMEOUT,
+                 idle_timeout=IDLE_TIMEOUT, close_timeout=CLOSE_TIMEOUT,
+                 max_pending_connections=None):
         """
         @param max_pending_connections: None: L{MAX_PENDING_CONNECTIONS}, or
             a quarter of the process's open-file limit if that is lower.
@@ -81,6 +86,7 @@ class RequestLimits:
         self.tls_handshake_timeout = tls_handshake_timeout
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.body_pause_timeout = body_pause_timeout
         self.idle_timeout = idle_timeout
         self.close_timeout = close_timeout
         if max_pending_connections is None:

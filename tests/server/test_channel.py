@@ -367,13 +367,24 @@ class TimeoutTests(ChannelCase):
         self.assertRefused(transport, 408, "the request body did not arrive within 60s")
 
     def test_announced_body_never_sent(self):
-        """A Content-Length within the limit whose body never comes is a 408 after 60 s."""
+        """A Content-Length within the limit whose body never comes is a 408 after 10 s."""
         channel, transport = self.open()
         channel.dataReceived(b"PUT / HTTP/1.1\r\nContent-Length: 3000000\r\n\r\n")
-        self.clock.advance(59)
+        self.clock.advance(9.5)
         self.assertFalse(transport.disconnecting)
-        self.clock.advance(1)
-        self.assertRefused(transport, 408)
+        self.clock.advance(0.5)
+        self.assertRefused(transport, 408, "no part of the request body arrived for 10s")
+
+    def test_body_that_stops_part_way(self):
+        """A chunked body that stops after its first chunk is a 408 10 s after that chunk."""
+        channel, transport = self.open()
+        channel.dataReceived(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        self.clock.advance(8)
+        channel.dataReceived(b"2\r\nhi\r\n")
+        self.clock.advance(9.5)
+        self.assertFalse(transport.disconnecting)
+        self.clock.advance(0.5)
+        self.assertRefused(transport, 408, "no part of the request body arrived for 10s")
 
     def test_unfinished_handshake_is_aborted(self):
         """A TLS connection whose handshake does not finish within 10 s is aborted."""
