@@ -205,7 +205,7 @@ def issue_client_cert(orchd, common_name, organizations=()):
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
-    from orchd.app.certs import certificate_pem, issue_certificate, private_key_pem
+    from orchd.tls.certs import certificate_pem, issue_certificate, private_key_pem
 
     ca = getattr(orchd, "_ca", None)
     if ca is None:

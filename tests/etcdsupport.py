@@ -83,7 +83,7 @@ class EtcdCluster:
 
     def _make_pki(self):
         """A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate."""
-        from orchd.app.certs import create_ca, issue_certificate
+        from orchd.tls.certs import create_ca, issue_certificate
 
         ca, ca_key = create_ca("etcd-test-ca", days=1)
         self.ca_path = write_pem(self.root, "ca", ca)
@@ -171,7 +171,7 @@ class EtcdCluster:
 
 def write_pem(directory, name, certificate, key=None):
     """Write C{name}.crt (and C{name}.key) under C{directory}; return their paths."""
-    from orchd.app.certs import certificate_pem, private_key_pem
+    from orchd.tls.certs import certificate_pem, private_key_pem
 
     paths = [os.path.join(directory, name + ".crt")]
     with open(paths[0], "wb") as f:

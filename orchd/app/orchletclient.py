@@ -19,7 +19,7 @@ import os
 
 from twisted.logger import Logger
 
-from orchd.app.certs import same_key
+from orchd.tls.certs import same_key
 from orchd.app.pki import PKIError, _load_certificates, _load_private_key, _write
 from orchd.auth.bootstrappolicy.clusterroles import ORCHLET_API_CLIENT
 

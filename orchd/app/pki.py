@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from twisted.logger import Logger
 
-from orchd.app.certs import (
+from orchd.tls.certs import (
     LEAF_DAYS, certificate_pem, create_ca, issue_certificate, issued_by, pem_blocks,
     private_key_pem, public_key_pem, same_key, split_pem_certificates, subject_alternative_names,
 )

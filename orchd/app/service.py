@@ -64,7 +64,7 @@ from orchd.server.offload import Offload
 from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
 from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.site import APIServer, APISite
-from orchd.server.tls import server_tls_options
+from orchd.tls.server import server_tls_options
 from orchd.storage.cachedreads import CachedReads
 from orchd.storage.compactor import Compactor
 from orchd.storage.encrypting import TransformingStore

@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 
 from orchd.api.meta import rfc3339
 from orchd.auth.authz.node import NODE_USER_PREFIX, NODES_GROUP
-from orchd.app.certs import subject_alternative_names
+from orchd.tls.certs import subject_alternative_names
 from orchd.auth.bootstrappolicy.clusterroles import (
     SIGNER_KUBE_APISERVER_CLIENT,
     SIGNER_KUBE_APISERVER_CLIENT_ORCHLET,

@@ -27,7 +27,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from orchd.app.certs import certificate_pem
+from orchd.tls.certs import certificate_pem
 from orchd.auth.csr import (
     CLIENT_AUTH, DIGITAL_SIGNATURE, FAILED, KEY_ENCIPHERMENT, SERVER_AUTH,
     SIGNER_KUBE_APISERVER_CLIENT, SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, SIGNER_ORCHLET_SERVING,

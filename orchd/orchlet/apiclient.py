@@ -19,7 +19,7 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 
 #: Seconds a request may take before it fails (a hung server must not stall heartbeats).
 REQUEST_TIMEOUT = 15.0

@@ -24,7 +24,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
 from orchd.api import yamldecode
-from orchd.app.certs import private_key_pem
+from orchd.tls.certs import private_key_pem
 from orchd.app.clusterinfo import KUBECONFIG, NAME, NAMESPACE
 from orchd.auth.csr import SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, node_client_request
 from orchd.auth.authz.node import NODE_USER_PREFIX

@@ -28,7 +28,7 @@ from orchd.orchlet.checkpoint import CheckpointError, checkpoint, parse_timeout
 from orchd.orchlet.logs import LogError, LogRequest, follow_log, read_log, serve_log_path, trim
 from orchd.server.channel import BoundedSite
 from orchd.server.requestlimits import LISTEN_BACKLOG
-from orchd.server.tls import server_tls_options
+from orchd.tls.server import server_tls_options
 
 CHECKPOINT_GATE = "ContainerCheckpoint"
 _TEXT = b"text/plain; charset=utf-8"

@@ -26,8 +26,8 @@ from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, issued_by
-from orchd.app.certs import private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, issued_by
+from orchd.tls.certs import private_key_pem
 from orchd.auth.authz.node import NODE_USER_PREFIX, NODES_GROUP
 from orchd.client.orchconfig import load_orchconfig, write_file_atomically
 from orchd.orchlet.agent import NodeAgent

@@ -25,7 +25,7 @@ import os
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from orchd.app.certs import issued_by, private_key_pem, subject_alternative_names
+from orchd.tls.certs import issued_by, private_key_pem, subject_alternative_names
 from orchd.auth.csr import DIGITAL_SIGNATURE, SERVER_AUTH, SIGNER_ORCHLET_SERVING
 from orchd.auth.csr import node_serving_request
 from orchd.orchlet.bootstrap import POLL_INTERVAL, WAIT, await_certificate, create_csr

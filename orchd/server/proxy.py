@@ -22,7 +22,7 @@ from zope.interface import implementer
 from orchd.api.errors import StatusError
 from orchd.api.kinds import SUBRESOURCE_VERBS
 from orchd.client.body import BytesProducer
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.nodeproxy import NodeLocator
 from orchd.server.errors import request_gone

@@ -105,7 +105,7 @@ class EtcdClient:
         members = [member(url) for url in self.endpoints]
         policy = None
         if any(tls for _, _, tls in members):
-            from orchd.client.tls import ClientTLSPolicy
+            from orchd.tls.client import ClientTLSPolicy
 
             policy = ClientTLSPolicy(_read(ca), _read(cert), _read(key), protocols=[b"h2"])
         self.reactor = reactor

@@ -1,4 +1,4 @@
-"""Tests for L{orchd.app.pki}, L{orchd.app.certs} and L{orchd.client.orchconfig}."""
+"""Tests for L{orchd.app.pki}, L{orchd.tls.certs} and L{orchd.client.orchconfig}."""
 
 import datetime
 import ipaddress
@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.app.config import Config
 from orchd.app.pki import PKI, PKIError
 from orchd.client.orchconfig import (

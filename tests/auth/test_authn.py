@@ -5,7 +5,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
-from orchd.app.certs import create_ca, issue_certificate
+from orchd.tls.certs import create_ca, issue_certificate
 from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
 from orchd.auth.authn.union import UnionAuthenticator
 from orchd.auth.interfaces import InvalidToken
@@ -79,7 +79,7 @@ class X509Tests(SynchronousTestCase):
         self.ca_cert, self.ca_key = create_ca()
 
     def issue(self, cn, orgs, days=30):
-        from orchd.app.certs import certificate_pem
+        from orchd.tls.certs import certificate_pem
 
         cert, _ = issue_certificate(self.ca_cert, self.ca_key, cn, orgs, client=True, days=days)
         return certificate_pem(cert)

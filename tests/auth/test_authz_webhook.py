@@ -16,7 +16,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Site
 from zope.interface.verify import verifyObject
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.auth.attributes import Attributes
 from orchd.auth.authz.webhook import (
     ExpiringCache, WebhookAuthorizer, parse_status, review_body, review_spec,

@@ -10,7 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from orchd.api.errors import StatusError
-from orchd.app.certs import private_key_pem
+from orchd.tls.certs import private_key_pem
 from orchd.auth.authn.serviceaccount import ServiceAccountTokenAuthenticator
 from orchd.auth.interfaces import InvalidToken, ITokenAuthenticator
 from orchd.auth.serviceaccount.issuer import TokenIssuer

@@ -1,5 +1,6 @@
 """
-Tests for L{orchd.client.tls}: real TLS on a loopback port, PKI from L{orchd.app.pki}.
+Tests for L{orchd.tls.client} and L{orchd.client.connect}: real TLS on a
+loopback port, PKI from L{orchd.app.pki}.
 
 The server side is what the API server does: it asks for an optional client
 certificate and verifies it against the client CA.
@@ -19,11 +20,12 @@ from twisted.web.resource import Resource
 from twisted.web.server import Site
 from zope.interface.verify import verifyObject
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.app.config import Config
 from orchd.app.pki import PKI
+from orchd.client.connect import client_from_orchconfig
 from orchd.client.orchconfig import load_orchconfig, write_orchconfig
-from orchd.client.tls import ClientTLSPolicy, client_from_orchconfig
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.client import ClientTLSPolicy
 
 
 class WhoAmI(Resource):

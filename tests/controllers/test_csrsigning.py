@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.certs import certificate_pem, create_ca, issued_by, same_key
+from orchd.tls.certs import certificate_pem, create_ca, issued_by, same_key
 from orchd.app.pki import PKI
 from orchd.controllers.csrsigning import DEFAULT_DURATION, CSRSigningController, duration
 from tests.csrsupport import (

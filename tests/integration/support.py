@@ -9,7 +9,7 @@ from twisted.web.client import HTTPConnectionPool
 
 from orchd.app.config import Config
 from orchd.app.service import make_service
-from orchd.client.tls import client_from_orchconfig
+from orchd.client.connect import client_from_orchconfig
 
 
 class RunningControlPlane:

@@ -6,7 +6,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from tests.integration.support import RunningControlPlane, sleep
 
 RBAC = "rbac.authorization.orch.io"

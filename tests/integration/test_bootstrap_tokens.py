@@ -8,7 +8,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from tests.auth.bootstraptokens import (
     CLUSTER_INFO, SECRETS, TOKEN, TOKEN_ID, token_secret, verify_detached,
 )

@@ -10,7 +10,7 @@ from twisted.internet.defer import Deferred, gatherResults
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 
-from orchd.client.tls import client_from_orchconfig
+from orchd.client.connect import client_from_orchconfig
 from tests.integration.support import sleep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -9,9 +9,9 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.app.certs import certificate_pem, private_key_pem, same_key
+from orchd.tls.certs import certificate_pem, private_key_pem, same_key
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from tests.csrsupport import CSRS, approved, issued_certificate, node_csr
 from tests.integration.support import RunningControlPlane, sleep
 

@@ -15,7 +15,7 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import HTTPConnectionPool
 
-from orchd.client.tls import client_from_orchconfig
+from orchd.client.connect import client_from_orchconfig
 from tests.etcdsupport import require_etcd, shared_cluster, unique_prefix
 from tests.integration.support import sleep
 from tests.integration.test_cli import spawn

@@ -13,8 +13,8 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.app.certs import certificate_pem, private_key_pem
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.certs import certificate_pem, private_key_pem
+from orchd.tls.client import ClientTLSPolicy
 from tests.auth.bootstraptokens import (
     CLUSTER_INFO, SECRETS, TOKEN, TOKEN_ID, token_secret, verify_detached,
 )

@@ -17,7 +17,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Site
 
 from orchd.app.orchletclient import ORCHLET_CLIENT_USER
-from orchd.server.tls import server_tls_options
+from orchd.tls.server import server_tls_options
 from tests.integration.support import RunningControlPlane, kubectl, sleep
 
 SUMMARY = {"node": {"nodeName": "n1", "startTime": "2024-05-01T10:00:00Z"}, "pods": []}

@@ -12,10 +12,10 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.app.certs import issued_by
+from orchd.tls.certs import issued_by
 from orchd.app.config import Config
 from orchd.app.service import make_service
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from orchd.orchlet.heartbeat import LEASES
 from tests.auth.bootstraptokens import SECRETS, TOKEN, token_secret
 from tests.csrsupport import CSRS

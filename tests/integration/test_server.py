@@ -7,9 +7,9 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from tests.integration.support import RunningControlPlane, sleep
 
 CM = "/api/v1/namespaces/default/configmaps"

@@ -9,7 +9,7 @@ from twisted.trial.unittest import SkipTest, TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from tests.integration.support import RunningControlPlane, kubectl
 
 AUTHN = "authentication.orch.io/v1"

@@ -12,7 +12,7 @@ from twisted.trial.unittest import SkipTest, TestCase
 from zope.interface import implementer
 
 from orchd.client.orchconfig import load_orchconfig
-from orchd.client.tls import policy_from_orchconfig
+from orchd.client.connect import policy_from_orchconfig
 from orchd.storage import watchcache
 from tests.integration.support import RunningControlPlane, kubectl, sleep
 from tests.watchsupport import (

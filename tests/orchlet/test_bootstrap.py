@@ -5,7 +5,7 @@ import base64
 import yaml
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.certs import certificate_pem, create_ca
+from orchd.tls.certs import certificate_pem, create_ca
 from orchd.app.clusterinfo import cluster_info_kubeconfig
 from orchd.controllers.bootstrapsigner import detached_jws
 from orchd.orchlet.bootstrap import JoinError, verify_cluster_info

@@ -13,9 +13,9 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.api.features import FeatureGates
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.app.config import Config
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from orchd.orchlet import logs
 from orchd.orchlet.runtime import RuntimeError_
 from orchd.orchlet.server import OrchletEndpoint

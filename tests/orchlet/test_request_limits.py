@@ -11,7 +11,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.app.config import Config
-from orchd.client.tls import ClientTLSPolicy
+from orchd.tls.client import ClientTLSPolicy
 from orchd.orchlet import logs
 from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.simulated import SimulatedRuntime

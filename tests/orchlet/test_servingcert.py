@@ -8,7 +8,7 @@ from twisted.internet.task import Clock
 from twisted.logger import Logger
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.certs import certificate_pem, create_ca, issue_certificate
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate
 from orchd.auth.csr import node_serving_error, parse_request, usages_of
 from orchd.orchlet.bootstrap import JoinError
 from orchd.orchlet.servingcert import request_serving_certificate, serving_names, usable

@@ -11,7 +11,7 @@ refused as unavailable rather than hanging.
 from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 
-from orchd.app.certs import create_ca
+from orchd.tls.certs import create_ca
 from orchd.storage.etcd import EtcdStore
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, StoreUnavailableError
 from tests.etcdsupport import EtcdCluster, write_pem

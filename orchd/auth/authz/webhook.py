@@ -23,7 +23,7 @@ from orchd.api.bounded import parse_json
 from orchd.auth.cache import CACHE_SIZE, ExpiringCache  # noqa: F401 (re-exported)
 from orchd.auth.interfaces import AuthorizerError, Decision, IAuthorizer
 from orchd.client.orchconfig import OrchConfigError, load_orchconfig
-from orchd.client.tls import client_from_orchconfig
+from orchd.client.connect import client_from_orchconfig
 
 GROUP = "authorization.orch.io"
 VERSIONS = ("v1", "v1beta1")

@@ -11,7 +11,7 @@ fails; the x509 authenticator can then trust whatever certificate arrived.
 from OpenSSL import SSL, crypto
 from twisted.internet.ssl import Certificate, CertificateOptions, TLSVersion
 
-from orchd.app.certs import split_pem_certificates
+from orchd.tls.certs import split_pem_certificates
 
 
 def server_tls_options(cert_pem, key_pem, client_ca_pems):

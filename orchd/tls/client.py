@@ -12,17 +12,12 @@ it fetched by other means (the token signature).
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-from treq.client import HTTPClient
 from twisted.internet.ssl import (
     Certificate, CertificateOptions, PrivateCertificate, optionsForClientTLS,
     trustRootFromCertificates,
 )
-from twisted.web.client import Agent, HTTPConnectionPool
-from twisted.web.http_headers import Headers
-from twisted.web.iweb import IAgent, IPolicyForHTTPS
+from twisted.web.iweb import IPolicyForHTTPS
 from zope.interface import implementer
-
-from orchd.client.orchconfig import load_orchconfig
 
 
 def _certificates(pem_bundle):
@@ -72,45 +67,3 @@ class ClientTLSPolicy:
         name = self._server_name or hostname.decode("ascii")
         return optionsForClientTLS(name, trustRoot=self._trust, clientCertificate=self._client,
                                    acceptableProtocols=self._protocols)
-
-
-@implementer(IAgent)
-class _BearerAgent:
-    """Adds C{Authorization: Bearer <token>} to every request, as kubeconfig's C{token} asks."""
-
-    def __init__(self, agent, token):
-        self._agent = agent
-        self._value = b"Bearer " + token.encode("ascii")
-
-    def request(self, method, uri, headers=None, bodyProducer=None):
-        headers = headers.copy() if headers is not None else Headers()
-        if not headers.hasHeader(b"authorization"):
-            headers.setRawHeaders(b"authorization", [self._value])
-        return self._agent.request(method, uri, headers, bodyProducer)
-
-
-def policy_from_orchconfig(orchconfig):
-    """The L{ClientTLSPolicy} an L{OrchConfig} describes."""
-    return ClientTLSPolicy(orchconfig.ca_pem, orchconfig.client_cert_pem, orchconfig.client_key_pem,
-                           verify=not orchconfig.insecure_skip_tls_verify,
-                           server_name=orchconfig.tls_server_name)
-
-
-def client_from_orchconfig(path, reactor, pool=None):
-    """
-    A treq client for the API server named in the orchconfig at C{path}.
-
-    Requests carry the file's client certificate and, if it has one, its
-    bearer token. Connections are kept alive in C{pool} (a new persistent
-    pool if None; close it with C{closeCachedConnections} when done).
-
-    @return: C{(treq.client.HTTPClient, server_url)}.
-    @raise orchd.client.orchconfig.OrchConfigError: for an unusable file.
-    """
-    orchconfig = load_orchconfig(path)
-    if pool is None:
-        pool = HTTPConnectionPool(reactor, persistent=True)
-    agent = Agent(reactor, contextFactory=policy_from_orchconfig(orchconfig), pool=pool)
-    if orchconfig.token:
-        agent = _BearerAgent(agent, orchconfig.token)
-    return HTTPClient(agent), orchconfig.server.rstrip("/")
