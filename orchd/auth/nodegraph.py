@@ -17,7 +17,7 @@ flow from pods to claims to their volumes to those volumes' secrets.
 
 import sys
 
-from orchd.controllers.informer import Informer, start_all, stop_all
+from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 SECRET = "secrets"

@@ -13,7 +13,7 @@ from collections import defaultdict
 from twisted.application.service import Service
 from twisted.logger import Logger
 
-from orchd.controllers.informer import Informer, start_all, stop_all
+from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.controllers.queue import WorkQueue
 from orchd.storage.interfaces import DELETED
 

@@ -30,7 +30,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from orchd.controllers.events import WARNING, EventRecorder, LRUCache
-from orchd.controllers.informer import Informer, start_all, stop_all
+from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.controllers.ownerrefs import (
     _blocking, _finalizers, _group, _Node, _owner_references, _set_list,
 )

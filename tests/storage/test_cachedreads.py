@@ -5,7 +5,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.controllers.informer import Informer
+from orchd.storage.informer import Informer
 from orchd.storage.cachedreads import CachedReads
 from orchd.storage.interfaces import (
     ADDED, DELETED, MODIFIED, CompactedError, StoreUnavailableError,

@@ -19,7 +19,7 @@ from orchd.api.kinds import key_prefix_of
 from orchd.auth import bootstraptoken as bt
 from orchd.auth.interfaces import InvalidToken, ITokenAuthenticator
 from orchd.auth.user import AUTHENTICATED, UserInfo
-from orchd.controllers.informer import Informer
+from orchd.storage.informer import Informer
 
 
 def _keep(obj):

@@ -11,7 +11,7 @@ on the request path.
 
 from orchd.api.kinds import RBAC, key_prefix_of
 from orchd.auth.rbac.rules import compile_rules
-from orchd.controllers.informer import Informer, start_all, stop_all
+from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"

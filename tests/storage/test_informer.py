@@ -4,7 +4,7 @@ import orjson
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.controllers.informer import Informer
+from orchd.storage.informer import Informer
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
 from orchd.storage.memory import MemoryStore
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.controllers.test_informer -*-
+# -*- test-case-name: tests.storage.test_informer -*-
 """
 An informer: a resource listed once, then kept current by watching the store.
 
