@@ -12,11 +12,8 @@ are left for the signer to replace.
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
+from orchd.auth.clusterinfo import KUBECONFIG, NAME, NAMESPACE
 from orchd.client.orchconfig import cluster_info_document, dump_orchconfig
-
-NAMESPACE = "orch-public"
-NAME = "cluster-info"
-KUBECONFIG = "kubeconfig"
 
 log = Logger()
 

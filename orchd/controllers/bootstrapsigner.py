@@ -10,36 +10,15 @@ it when the token expires, is deleted or stops signing. Expiry is not a
 store event, so a sync is also scheduled for the earliest expiration.
 """
 
-import base64
 import copy
-import hashlib
-import hmac
 
 from orchd.api.errors import StatusError
-from orchd.app.clusterinfo import KUBECONFIG, NAME, NAMESPACE
 from orchd.auth import bootstraptoken as bt
+from orchd.auth.clusterinfo import KUBECONFIG, NAME, NAMESPACE, SIGNATURE_PREFIX, detached_jws
 from orchd.controllers.base import QueuedController
 from orchd.registry.context import RequestContext
 
 MANAGER = "bootstrap-signer"
-SIGNATURE_PREFIX = "jws-kubeconfig-"
-
-
-def _b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=")
-
-
-def detached_jws(payload, token):
-    """
-    C{<b64 header>..<b64 signature>}: the compact HS256 JWS of C{payload}
-    keyed with the whole C{token}, its payload part left out.
-    """
-    token_id = token.split(".", 1)[0]
-    # These exact bytes: verifiers rebuild the JWS and compare strings.
-    header = _b64url(b'{"alg":"HS256","kid":"%s"}' % token_id.encode())
-    signing_input = header + b"." + _b64url(payload.encode("utf-8"))
-    signature = hmac.new(token.encode(), signing_input, hashlib.sha256).digest()
-    return (header + b".." + _b64url(signature)).decode("ascii")
 
 
 def signatures(payload, tokens, now):

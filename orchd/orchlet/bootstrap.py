@@ -25,10 +25,9 @@ from twisted.logger import Logger
 
 from orchd.api import yamldecode
 from orchd.tls.certs import private_key_pem
-from orchd.app.clusterinfo import KUBECONFIG, NAME, NAMESPACE
 from orchd.auth.csr import SIGNER_KUBE_APISERVER_CLIENT_ORCHLET, node_client_request
 from orchd.auth.authz.node import NODE_USER_PREFIX
-from orchd.controllers.bootstrapsigner import SIGNATURE_PREFIX, detached_jws
+from orchd.auth.clusterinfo import KUBECONFIG, NAME, NAMESPACE, SIGNATURE_PREFIX, detached_jws
 from orchd.client.orchconfig import write_file_atomically, write_orchconfig
 from orchd.orchlet.apiclient import APIClient
 

@@ -6,7 +6,8 @@ import jwt
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.app.clusterinfo import ensure_cluster_info
-from orchd.controllers.bootstrapsigner import BootstrapSigner, detached_jws
+from orchd.auth.clusterinfo import detached_jws
+from orchd.controllers.bootstrapsigner import BootstrapSigner
 from tests.auth.bootstraptokens import (
     CLUSTER_INFO, SECRETS, TOKEN, TOKEN_ID, token_secret, verify_detached as verify,
 )

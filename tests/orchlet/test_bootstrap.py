@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.tls.certs import certificate_pem, create_ca
 from orchd.app.clusterinfo import cluster_info_kubeconfig
-from orchd.controllers.bootstrapsigner import detached_jws
+from orchd.auth.clusterinfo import detached_jws
 from orchd.orchlet.bootstrap import JoinError, verify_cluster_info
 
 TOKEN = "abcdef.0123456789abcdef"
