@@ -44,7 +44,7 @@ from orchd.admission.podsecurity.admission import PodSecurity
 from orchd.admission.rbacescalation import RBACEscalation
 from orchd.admission.serviceaccount import ServiceAccountAdmission
 from orchd.auth.authz.factory import Authorization
-from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
+from orchd.app.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.admission.namespacelifecycle import SYSTEM_NAMESPACES
 from orchd.client.orchconfig import OrchConfigError, server_url
 from orchd.controllers.elected import ElectedControllers

@@ -7,6 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import AUTHENTICATION, AUTHORIZATION, KINDS, RBAC
+from orchd.app.bootstrappolicy import BootstrapPolicyError, reconcile_bootstrap_policy
 from orchd.auth.bootstrappolicy import (
     AUTOUPDATE_ANNOTATION,
     BOOTSTRAP_LABEL,
@@ -14,11 +15,9 @@ from orchd.auth.bootstrappolicy import (
     NONE,
     RECREATE,
     UPDATE,
-    BootstrapPolicyError,
     bootstrap_policy,
     object_ref,
     reconcile_binding,
-    reconcile_bootstrap_policy,
     reconcile_role,
 )
 from orchd.auth.bootstrappolicy.controllers import CONTROLLER_RULES

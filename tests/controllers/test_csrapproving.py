@@ -7,7 +7,7 @@ its serving certificates.
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.kinds import CERTIFICATES
-from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
+from orchd.app.bootstrappolicy import reconcile_bootstrap_policy
 from orchd.auth.user import AUTHENTICATED, UserInfo
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.registry.context import RequestContext

@@ -4,7 +4,7 @@ import yaml
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.auth.authz.always import AlwaysDeny, PrivilegedGroups
-from orchd.auth.bootstrappolicy import reconcile_bootstrap_policy
+from orchd.app.bootstrappolicy import reconcile_bootstrap_policy
 from tests.support import ALICE, APIHarness
 
 CM = "/api/v1/namespaces/default/configmaps"

@@ -4,16 +4,11 @@ The default RBAC policy, created and kept up to date at every start.
 
 The tables (L{clusterroles}, L{controllers}, L{namespaced}) say what
 bootstrap policy grants; L{reconcile} decides, object by object, what to
-write so the stored policy grants at least that; L{ensure} writes it
-through the registry.
+write so the stored policy grants at least that. Writing it through the
+registry is a start-up task of the application, L{orchd.app.bootstrappolicy}:
+authorization sits below the registry and does not write through it.
 """
 
-from orchd.auth.bootstrappolicy.ensure import (
-    BootstrapPolicyError,
-    PolicyReconciler,
-    PolicyReport,
-    reconcile_bootstrap_policy,
-)
 from orchd.auth.bootstrappolicy.objects import (
     AUTOUPDATE_ANNOTATION,
     BOOTSTRAP_LABEL,
@@ -33,7 +28,6 @@ from orchd.auth.bootstrappolicy.reconcile import (
 
 __all__ = [
     "AUTOUPDATE_ANNOTATION", "BOOTSTRAP_LABEL", "BOOTSTRAP_LABEL_VALUE", "CREATE", "NONE",
-    "RECREATE", "UPDATE", "BootstrapPolicyError", "PolicyReconciler", "PolicyReport",
-    "Reconciliation", "bootstrap_policy", "object_ref", "reconcile", "reconcile_binding",
-    "reconcile_bootstrap_policy", "reconcile_role",
+    "RECREATE", "UPDATE", "Reconciliation", "bootstrap_policy", "object_ref", "reconcile",
+    "reconcile_binding", "reconcile_role",
 ]

@@ -2,6 +2,10 @@
 """
 Writing the bootstrap policy through the registry, at every start.
 
+A start-up task of the application: the policy's tables and the decision
+what to write are authorization's (L{orchd.auth.bootstrappolicy}); the
+writing goes through the registry, which sits above auth.
+
 Each object is read, reconciled and written on its own: a failure is logged
 and recorded, and the walk goes on, so one bad object does not leave the
 cluster without the rest of its default policy. The caller reads the
