@@ -21,10 +21,12 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.fdlimit import raise_open_file_limit
 from orchd.app.orchletclient import ensure_orchlet_client
+from orchd.app.orchletsettings import orchlet_settings
 from orchd.app.pki import PKI, PKIError
 from orchd.orchlet.bootstrap import credential_paths
 from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
@@ -99,6 +101,12 @@ def make_service(config, reactor=None):
     raise_open_file_limit()
     top = MultiService()
     plane = None
+    settings = None
+    if not config.no_orchlet:
+        try:
+            settings = orchlet_settings(config)
+        except ConfigError as e:
+            raise fail(str(e)) from None
     if config.orchlet_only:
         joined = os.path.exists(credential_paths(config.root_dir)[2])
         if config.orchconfig is None and config.bootstrap_token is None and not joined:
@@ -107,9 +115,9 @@ def make_service(config, reactor=None):
     else:
         plane = ControlPlane(config, reactor)
         plane.setServiceParent(top)
-    if not config.no_orchlet:
+    if settings is not None:
         # Second child: it starts after, and stops before, the API server.
-        OrchletService(config, reactor, plane).setServiceParent(top)
+        OrchletService(settings, reactor, plane).setServiceParent(top)
     return top
 
 

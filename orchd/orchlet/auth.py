@@ -17,7 +17,6 @@ import posixpath
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
-from orchd.app.config import DEFAULT_AUTHORIZATION_MODE, ConfigError
 from orchd.auth.authn.x509 import X509Authenticator
 from orchd.auth.cache import ExpiringCache
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, UserInfo
@@ -193,37 +192,3 @@ class OrchletAuth:
             allowed = bool((review.get("status") or {}).get("allowed"))
             self._decisions.put(key, allowed, AUTHORIZED_TTL if allowed else UNAUTHORIZED_TTL)
         return allowed
-
-
-def settings_from_config(config):
-    """
-    The orchlet's C{(anonymous, token_webhook, mode)} from the start-up settings.
-
-    The C{orchlet-} settings win. Unset, C{--orchlet-anonymous-auth} follows
-    C{--anonymous-auth} (default true) in every process: anonymous access
-    is one switch, and whoever turns it off on the API server must not find
-    the node agent's logs and stats open. The webhook and the mode follow
-    their unprefixed twins with C{--orchlet-only} (no API server runs to own
-    those) and take the defaults otherwise; C{--authorization-mode} left at
-    its API-server default means AlwaysAllow.
-
-    @raise ConfigError: for an orchlet-only C{--authorization-mode} the
-        orchlet does not have.
-    """
-    only = config.orchlet_only
-    anonymous = config.orchlet_anonymous_auth
-    if anonymous is None:
-        anonymous = config.anonymous_auth
-    token_webhook = config.orchlet_authentication_token_webhook
-    if token_webhook is None:
-        token_webhook = config.authentication_token_webhook if only else False
-    mode = config.orchlet_authorization_mode
-    if mode is None:
-        mode = ALWAYS_ALLOW
-        modes = tuple(config.authorization_mode)
-        if only and modes != tuple(DEFAULT_AUTHORIZATION_MODE.split(",")):
-            if len(modes) != 1 or modes[0] not in MODES:
-                raise ConfigError(f"--authorization-mode={','.join(modes)}: the node agent "
-                                  f"(--orchlet-only) accepts only {' or '.join(MODES)}")
-            mode = modes[0]
-    return anonymous, token_webhook, mode

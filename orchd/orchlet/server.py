@@ -22,7 +22,7 @@ from twisted.web.server import NOT_DONE_YET
 
 from orchd.orchlet import metrics
 from orchd.orchlet.auth import (
-    AuthorizationError, OrchletAuth, Unauthenticated, clean_path, settings_from_config,
+    AuthorizationError, OrchletAuth, Unauthenticated, clean_path,
 )
 from orchd.orchlet.checkpoint import CheckpointError, checkpoint, parse_timeout
 from orchd.orchlet.logs import LogError, LogRequest, follow_log, read_log, serve_log_path, trim
@@ -54,10 +54,10 @@ class OrchletResource(Resource):
     isLeaf = True
     log = Logger()
 
-    def __init__(self, reactor, config, runtime, node_name, auth):
+    def __init__(self, reactor, settings, runtime, node_name, auth):
         super().__init__()
         self._reactor = reactor
-        self._config = config
+        self._settings = settings
         self._runtime = runtime
         self._node_name = node_name
         self._auth = auth
@@ -104,7 +104,7 @@ class OrchletResource(Resource):
                       "metrics": self._metrics, "spec": self._spec, "logs": self._logs,
                       "containerLogs": self._container_logs}
         if first == "checkpoint":
-            if not self._config.feature_gates.enabled(CHECKPOINT_GATE):
+            if not self._settings.feature_gates.enabled(CHECKPOINT_GATE):
                 raise _NOT_FOUND
             _allow(request, b"POST")
             return await self._checkpoint(request, parts[1:])
@@ -145,7 +145,7 @@ class OrchletResource(Resource):
 
     async def _logs(self, request, rest):
         try:
-            content_type, body = serve_log_path(os.path.join(self._config.root_dir, "logs"), rest)
+            content_type, body = serve_log_path(os.path.join(self._settings.root_dir, "logs"), rest)
         except LogError as error:
             raise _Answer(error.code, error.text) from None
         return _Answer(200, body, content_type)
@@ -189,7 +189,7 @@ class OrchletResource(Resource):
             raise _NOT_FOUND
         try:
             timeout = parse_timeout(request.args.get(b"timeout"))
-            archive = await checkpoint(self._reactor, self._runtime, self._config.root_dir,
+            archive = await checkpoint(self._reactor, self._runtime, self._settings.root_dir,
                                        *rest, timeout=timeout)
         except CheckpointError as error:
             raise _Answer(error.code, error.text) from None
@@ -218,7 +218,9 @@ def _write(request, answer):
 
 class OrchletEndpoint(Service):
     """
-    The TLS listener of the orchlet, on C{config.orchlet_port} (0: a free one).
+    The TLS listener of the orchlet, on C{settings.port} (0: a free one).
+
+    @param settings: the L{orchd.orchlet.settings.OrchletSettings}.
 
     @param client_ca_pems: PEM CA certificates client certificates must chain to.
     @param api: API-server client for the TokenReview and SubjectAccessReview
@@ -226,15 +228,15 @@ class OrchletEndpoint(Service):
     @ivar port: the port listened on, once started.
     """
 
-    def __init__(self, reactor, config, runtime, node_name, serving_cert_pem, serving_key_pem,
+    def __init__(self, reactor, settings, runtime, node_name, serving_cert_pem, serving_key_pem,
                  client_ca_pems, api=None):
-        anonymous, token_webhook, mode = settings_from_config(config)
-        self.auth = OrchletAuth(reactor, node_name, anonymous, token_webhook, mode, api)
+        self.auth = OrchletAuth(reactor, node_name, settings.anonymous, settings.token_webhook,
+                                settings.authorization_mode, api)
         self._reactor = reactor
-        self._config = config
+        self._settings = settings
         self._tls = server_tls_options(serving_cert_pem, serving_key_pem, list(client_ca_pems))
         # The API server's request limits apply here too (orchd.server.channel).
-        self.site = BoundedSite(OrchletResource(reactor, config, runtime, node_name, self.auth),
+        self.site = BoundedSite(OrchletResource(reactor, settings, runtime, node_name, self.auth),
                                 reactor=reactor)
         self._listening = None
         self.port = None
@@ -250,8 +252,8 @@ class OrchletEndpoint(Service):
     def _listen(self):
         if self._listening is None:
             self._listening = self._reactor.listenSSL(
-                self._config.orchlet_port, self.site, self._tls, backlog=LISTEN_BACKLOG,
-                interface=self._config.bind_address)
+                self._settings.port, self.site, self._tls, backlog=LISTEN_BACKLOG,
+                interface=self._settings.bind_address)
             self.port = self._listening.getHost().port
 
     def stopService(self):

@@ -78,6 +78,7 @@ class OrchletService(MultiService):
     """
     One node agent: its endpoint and its L{NodeAgent}, started once credentials exist.
 
+    @param settings: the L{orchd.orchlet.settings.OrchletSettings}.
     @param plane: the in-process L{orchd.app.service.ControlPlane}, or None
         with C{--orchlet-only}.
     @ivar ready: fires with the agent once it runs (its C{registered} follows).
@@ -85,13 +86,13 @@ class OrchletService(MultiService):
 
     log = Logger()
 
-    def __init__(self, config, reactor, plane=None):
+    def __init__(self, settings, reactor, plane=None):
         super().__init__()
-        self.config = config
+        self.settings = settings
         self.reactor = reactor
         self.plane = plane
-        self.node_name = config.node_name
-        self.root_dir = config.root_dir
+        self.node_name = settings.node_name
+        self.root_dir = settings.root_dir
         self.api = None
         self.agent = None
         self.endpoint = None
@@ -151,7 +152,7 @@ class OrchletService(MultiService):
         self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir)
         self.endpoint = self._endpoint(serving_cert, serving_key, client_cas)
         self.agent = NodeAgent(self.reactor, self.api, self.runtime, self.node_name,
-                               self.config.bind_address, self.root_dir, self.port)
+                               self.settings.bind_address, self.root_dir, self.port)
         self.agent.setServiceParent(self)
         self.ready.callback(self.agent)
 
@@ -162,7 +163,7 @@ class OrchletService(MultiService):
             return port.getHost().port
         if isinstance(port, int) and port:
             return port
-        return self.config.orchlet_port
+        return self.settings.port
 
     # -- credentials -----------------------------------------------------------------------
 
@@ -185,7 +186,7 @@ class OrchletService(MultiService):
         pair = _load_pair(cert_path, key_path, self.node_name)
         if pair is not None:
             return pair
-        names = [self.node_name, self.config.bind_address, "localhost", "127.0.0.1"]
+        names = [self.node_name, self.settings.bind_address, "localhost", "127.0.0.1"]
         if self.plane.pki.ca_key is not None:
             return _store_pair(cert_path, key_path,
                                self.plane.pki.issue_serving_certificate(names))
@@ -200,7 +201,7 @@ class OrchletService(MultiService):
     async def _requested_serving_pair(self, ca_pems):
         """The serving certificate of C{--orchlet-only}: stored, or asked for until issued."""
         cert_path, key_path = serving_paths(self.root_dir)
-        names = serving_names(self.node_name, self.config.bind_address)
+        names = serving_names(self.node_name, self.settings.bind_address)
         pair = _load_pair(cert_path, key_path, NODE_USER_PREFIX + self.node_name)
         if pair is not None and usable(pair[0], names, ca_pems):
             return pair
@@ -220,16 +221,16 @@ class OrchletService(MultiService):
 
     async def _orchconfig(self):
         """The orchconfig of C{--orchlet-only}: given, stored by an earlier join, or joined."""
-        path = self.config.orchconfig
+        path = self.settings.orchconfig
         if path is None:
             path = credential_paths(self.root_dir)[2]
-            token = getattr(self.config, "bootstrap_token", None)
+            token = self.settings.bootstrap_token
             while not os.path.exists(path) and self.running:
                 if token is None:
                     self.log.error("--orchlet-only needs --orchconfig or --bootstrap-token")
                     return None
                 try:
-                    await join(self.reactor, self.config.server, token, self.node_name,
+                    await join(self.reactor, self.settings.server, token, self.node_name,
                                self.root_dir)
                 except CancelledError:
                     raise
@@ -241,7 +242,7 @@ class OrchletService(MultiService):
     # -- parts -----------------------------------------------------------------------------
 
     def _endpoint(self, cert_pem, key_pem, client_ca_pems):
-        endpoint = OrchletEndpoint(self.reactor, self.config, self.runtime, self.node_name,
+        endpoint = OrchletEndpoint(self.reactor, self.settings, self.runtime, self.node_name,
                                    cert_pem, key_pem, client_ca_pems, api=self.api)
         endpoint.setServiceParent(self)
         return endpoint

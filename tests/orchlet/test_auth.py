@@ -4,11 +4,11 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import TestCase
 
 from orchd.app.config import Config, ConfigError
+from orchd.app.orchletsettings import settings_from_config
 from orchd.app.tap import Options
 from orchd.auth.user import UserInfo
 from orchd.orchlet.auth import (
-    ACCESS_REVIEWS, AuthorizationError, OrchletAuth, request_verb, settings_from_config,
-    subresource_for,
+    ACCESS_REVIEWS, AuthorizationError, OrchletAuth, request_verb, subresource_for,
 )
 
 

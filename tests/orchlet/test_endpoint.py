@@ -15,6 +15,7 @@ from twisted.web.client import Agent, HTTPConnectionPool
 from orchd.api.features import FeatureGates
 from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 from orchd.app.config import Config
+from orchd.app.orchletsettings import orchlet_settings
 from orchd.tls.client import ClientTLSPolicy
 from orchd.orchlet import logs
 from orchd.orchlet.runtime import RuntimeError_
@@ -44,8 +45,8 @@ class EndpointTests(TestCase):
 
     def start(self, api=None, gates="", runtime=None, **settings):
         self.root = os.path.abspath(self.mktemp())
-        config = Config(data_dir=self.mktemp(), orchlet_port=0, root_dir=self.root,
-                        feature_gates=FeatureGates.parse(gates), **settings)
+        config = orchlet_settings(Config(data_dir=self.mktemp(), orchlet_port=0, root_dir=self.root,
+                                         feature_gates=FeatureGates.parse(gates), **settings))
         self.runtime = runtime or SimulatedRuntime(reactor, root=self.root)
         self.runtime.sync_pod(pod())
         keys = pki()

@@ -4,6 +4,7 @@ from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
 
 from orchd.app.config import Config
+from orchd.app.orchletsettings import orchlet_settings
 from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.simulated import SimulatedRuntime
 from tests.integration.support import RunningControlPlane
@@ -28,8 +29,8 @@ class RealWebhookTests(TestCase):
     async def test_real_access_review(self):
         """The API server's RBAC decides: anonymous may not read node stats."""
         server = await RunningControlPlane(self).start()
-        config = Config(data_dir=self.mktemp(), orchlet_port=0,
-                        orchlet_authorization_mode="Webhook")
+        config = orchlet_settings(Config(data_dir=self.mktemp(), orchlet_port=0,
+                                         orchlet_authorization_mode="Webhook"))
         keys = test_endpoint.pki()
         self.endpoint = OrchletEndpoint(reactor, config, SimulatedRuntime(reactor), "n1",
                                         *keys["serving"], [keys["ca"]], api=ServerAPI(server))

@@ -11,6 +11,7 @@ from twisted.trial.unittest import TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.app.config import Config
+from orchd.app.orchletsettings import orchlet_settings
 from orchd.tls.client import ClientTLSPolicy
 from orchd.orchlet import logs
 from orchd.orchlet.server import OrchletEndpoint
@@ -28,7 +29,7 @@ class OrchletLimitTests(TestCase):
 
     def setUp(self):
         root = os.path.abspath(self.mktemp())
-        config = Config(data_dir=self.mktemp(), orchlet_port=0, root_dir=root)
+        config = orchlet_settings(Config(data_dir=self.mktemp(), orchlet_port=0, root_dir=root))
         self.runtime = SimulatedRuntime(reactor, root=root)
         self.runtime.sync_pod(pod())
         keys = pki()

@@ -3,9 +3,12 @@
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.api.features import FeatureGates
 from orchd.app.config import Config, ConfigError, load_config
+from orchd.app.orchletsettings import orchlet_settings
 from orchd.app.service import ControlPlane, make_service
 from orchd.orchlet.service import OrchletService
+from orchd.orchlet.settings import OrchletSettings
 
 TOKEN = "abcdef.0123456789abcdef"
 
@@ -23,6 +26,18 @@ class SettingsTests(SynchronousTestCase):
                                                      "bootstrap-token": "nope", "server": "https://h"})
         self.assertRaises(ConfigError, load_config, {"orchlet-only": "true",
                                                      "bootstrap-token": TOKEN, "server": "http://h"})
+
+    def test_orchlet_settings_from_config(self):
+        """The node agent's own settings carry what it needs of Config, auth resolved."""
+        gates = FeatureGates.parse("ContainerCheckpoint=true")
+        config = Config(data_dir="/d", orchlet_only=True, bootstrap_token=TOKEN, server="https://h",
+                        hostname_override="node-7", bind_address="192.0.2.7", orchlet_port=10251,
+                        feature_gates=gates, anonymous_auth=False,
+                        authentication_token_webhook=True, authorization_mode=("Webhook",))
+        self.assertEqual(orchlet_settings(config), OrchletSettings(
+            node_name="node-7", root_dir="/d/orchlet", bind_address="192.0.2.7", port=10251,
+            orchconfig=None, server="https://h", bootstrap_token=TOKEN, feature_gates=gates,
+            anonymous=False, token_webhook=True, authorization_mode="Webhook"))
 
 
 class TreeTests(SynchronousTestCase):
@@ -43,3 +58,9 @@ class TreeTests(SynchronousTestCase):
     def test_orchlet_only_needs_credentials(self):
         self.assertRaises(SystemExit, make_service,
                           Config(data_dir=self.mktemp(), orchlet_only=True), Clock())
+
+    def test_orchlet_only_mode_the_agent_lacks_stops_start(self):
+        """--orchlet-only --authorization-mode=RBAC stops start-up before any service exists."""
+        config = Config(data_dir=self.mktemp(), orchlet_only=True, bootstrap_token=TOKEN,
+                        server="https://h", authorization_mode=("RBAC",))
+        self.assertRaises(SystemExit, make_service, config, Clock())
