@@ -19,12 +19,12 @@ import random
 
 import orjson
 
-from orchd.storage.interfaces import ConflictError, KeyExistsError, KeyNotFoundError
+from orchd.registry.guaranteed import Write, guaranteed_update
 
 SERVICE_IPS_KEY = "/registry/ranges/serviceips"
 NODE_PORTS_KEY = "/registry/ranges/servicenodeports"
 DEFAULT_NODE_PORTS = (30000, 2768)  # 30000-32767
-_MAX_RETRIES = 64
+_MAX_ATTEMPTS = 64
 _IPV6_MAX_BITS = 65536
 
 
@@ -80,16 +80,20 @@ class Bitmap:
     async def _read(self):
         """@return: C{(bits, KeyValue or None)}."""
         kv = await self.store.get(self.key)
+        return await self._bits(kv), kv
+
+    async def _bits(self, kv):
+        """The offsets in use by C{kv}, or by the seed when it holds another range or none."""
         if kv is not None:
             stored = orjson.loads(kv.value)
             if stored.get("range") == self.spec:
-                return int.from_bytes(base64.b64decode(stored.get("data") or ""), "big"), kv
+                return int.from_bytes(base64.b64decode(stored.get("data") or ""), "big")
         bits = 0
         if self._seed is not None:
             for index in await self._seed():
                 if 0 <= index < self.size:
                     bits |= 1 << index
-        return bits, kv
+        return bits
 
     def _encode(self, bits):
         data = bits.to_bytes((bits.bit_length() + 7) // 8, "big")
@@ -100,23 +104,22 @@ class Bitmap:
 
     async def _change(self, choose):
         """
-        Apply C{choose(bits) -> (new bits, result)} by compare-and-swap,
-        re-reading and choosing again whenever another writer got there first.
+        Apply C{choose(bits) -> (new bits, result)} by the registry's
+        guaranteed update: chosen again from the state that won whenever
+        another writer got there first.
         """
-        for _ in range(_MAX_RETRIES):
-            bits, kv = await self._read()
+        async def try_change(kv):
+            bits = await self._bits(kv)
             new, result = choose(bits)
             if kv is not None and new == bits and orjson.loads(kv.value).get("range") == self.spec:
-                return result
-            try:
-                if kv is None:
-                    await self.store.create(self.key, self._encode(new))
-                else:
-                    await self.store.update(self.key, self._encode(new), kv.mod_revision)
-            except (ConflictError, KeyExistsError, KeyNotFoundError):
-                continue
-            return result
-        raise AllocationError("the allocation state is being changed by too many writers")
+                return Write.keep(bits, detail=result)
+            return Write.put(new, self._encode, detail=result)
+
+        write = await guaranteed_update(
+            self.store, self.key, try_change,
+            lambda: AllocationError("the allocation state is being changed by too many writers"),
+            attempts=_MAX_ATTEMPTS)
+        return write.detail
 
     async def allocate(self, index, taken):
         """Take C{index}; raises C{taken} (an exception) if it is in use."""

@@ -18,11 +18,11 @@ from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.fieldmanager import reset_fields
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
+from orchd.registry.guaranteed import Write, guaranteed_update
 from orchd.registry.reading import ResourceReads
-from orchd.storage.interfaces import ConflictError, KeyExistsError, KeyNotFoundError
+from orchd.storage.interfaces import KeyExistsError, KeyValue
 
 _NOT_SPEC = frozenset(("metadata", "status", "apiVersion", "kind"))
-_MAX_RETRIES = 16
 
 
 def _spec(obj):
@@ -58,6 +58,32 @@ class ResourceStore(ResourceReads):
         @param tracked: True when C{obj}'s managedFields are already final
             (server-side apply); otherwise the caller's manager takes every field.
         """
+        obj, generated = await self._prepare_create(ctx, obj, tracked)
+        if ctx.dry_run:
+            return obj
+        meta = obj["metadata"]
+        name = meta.get("name", "")
+        taken = await self.strategy.begin_create(ctx, obj)
+        try:
+            kv = await self.store.create(self._key(ctx.namespace, name), self._encode(obj))
+        except BaseException as e:
+            if taken is not None:
+                await taken.revert()
+            if not isinstance(e, KeyExistsError):
+                raise
+            info = self.info
+            if generated:
+                raise StatusError.generated_name_taken(info.resource, info.group, name) from None
+            raise StatusError.already_exists(info.resource, info.group, name) from None
+        meta["resourceVersion"] = str(kv.mod_revision)
+        return obj
+
+    async def _prepare_create(self, ctx, obj, tracked):
+        """
+        A new object, admitted and validated, ready for the store.
+
+        @return: C{(object, whether its name was generated)}.
+        """
         info = self.info
         meta = self._check_namespace(ctx, obj)
         if meta.get("resourceVersion"):
@@ -87,21 +113,18 @@ class ResourceStore(ResourceReads):
         if errors:
             raise self._invalid(name, errors)
         await self.admission.validate(attributes)
+        return obj, generated
+
+    async def _created_on_write(self, ctx, obj, tracked=False):
+        """
+        The L{Write} creating C{obj} where a write found no object (PUT of
+        a kind that creates on update, server-side apply); its detail is True.
+        """
+        obj, _ = await self._prepare_create(ctx, obj, tracked)
         if ctx.dry_run:
-            return obj
-        taken = await self.strategy.begin_create(ctx, obj)
-        try:
-            kv = await self.store.create(self._key(ctx.namespace, name), self._encode(obj))
-        except BaseException as e:
-            if taken is not None:
-                await taken.revert()
-            if not isinstance(e, KeyExistsError):
-                raise
-            if generated:
-                raise StatusError.generated_name_taken(info.resource, info.group, name) from None
-            raise StatusError.already_exists(info.resource, info.group, name) from None
-        meta["resourceVersion"] = str(kv.mod_revision)
-        return obj
+            return Write.keep(obj, detail=True)
+        return Write.put(obj, self._encode, detail=True,
+                         begin=lambda: self.strategy.begin_create(ctx, obj))
 
     def _check_namespace(self, ctx, obj):
         meta = obj.get("metadata")
@@ -120,6 +143,47 @@ class ResourceStore(ResourceReads):
             meta.pop("namespace", None)
         return meta
 
+    def _check_name(self, ctx, obj, name):
+        """
+        The object's metadata, its namespace and name checked against the
+        URL's: a body may not name another object than the one it is sent to.
+        """
+        meta = self._check_namespace(ctx, obj)
+        if meta.get("name") != name:
+            raise StatusError.bad_request(
+                f"the name of the object ({meta.get('name', '')}) does not match the name on "
+                f"the URL ({name})")
+        return meta
+
+    # -- the read-modify-write ------------------------------------------------
+
+    async def _guaranteed(self, ctx, name, try_update, suggestion=None):
+        """
+        L{guaranteed_update} of the object C{name}, for C{ctx}.
+
+        Warnings an attempt gave (admission, field validation) are dropped
+        when a conflict sends the write round again: they spoke of a state
+        that lost, and the next attempt says again what still holds.
+        """
+        warnings = ctx.warnings
+        kept = len(warnings)
+
+        async def attempt(kv):
+            del warnings[kept:]
+            return await try_update(kv)
+
+        info = self.info
+        return await guaranteed_update(
+            self.store, self._key(ctx.namespace, name), attempt,
+            lambda: StatusError.stale(info.resource, info.group, name), suggestion)
+
+    @staticmethod
+    def _written(write):
+        """The object of a successful write, with the resourceVersion it was stored at."""
+        if write.stored is not None:
+            write.obj["metadata"]["resourceVersion"] = str(write.stored.mod_revision)
+        return write.obj
+
     # -- update -------------------------------------------------------------
 
     async def update(self, ctx, name, obj, subresource=""):
@@ -128,32 +192,31 @@ class ResourceStore(ResourceReads):
 
         @return: C{(object, created)}; C{created} when the kind creates on update.
         """
-        meta = self._check_namespace(ctx, obj)
-        if meta.get("name") != name:
-            raise StatusError.bad_request(
-                f"the name of the object ({meta.get('name', '')}) does not match the name on "
-                f"the URL ({name})")
+        meta = self._check_name(ctx, obj, name)
         wanted = meta.get("resourceVersion") or ""
         if not wanted and not self.strategy.allow_unconditional_update:
             raise self._invalid(name, [FieldError.required(
                 "metadata.resourceVersion", "must be specified for an update")])
-        key = self._key(ctx.namespace, name)
-        for _ in range(_MAX_RETRIES):
-            kv = await self.store.get(key)
+        create_on_update = self.strategy.allow_create_on_update and not subresource
+        # Each attempt shapes the object it writes in place, so it works on
+        # a copy whenever a later attempt may start from the caller's object
+        # again: with a resourceVersion, a later attempt is stale before it
+        # reads it, unless the object is gone and may be created anew.
+        pristine = not wanted or create_on_update
+
+        async def try_update(kv):
+            candidate = _copy(obj) if pristine else obj
             if kv is None:
-                if self.strategy.allow_create_on_update and not subresource:
-                    meta.pop("resourceVersion", None)
-                    return await self.create(ctx, obj), True
-                raise self._not_found(name)
+                if not create_on_update:
+                    raise self._not_found(name)
+                candidate["metadata"].pop("resourceVersion", None)
+                return await self._created_on_write(ctx, candidate)
             if wanted and wanted != str(kv.mod_revision):
                 raise StatusError.stale(self.info.resource, self.info.group, name)
-            candidate = _copy(obj) if not wanted else obj
-            result = await self._write_update(ctx, kv, candidate, subresource)
-            if result is not None:
-                return result, False
-            if wanted:
-                raise StatusError.stale(self.info.resource, self.info.group, name)
-        raise self._too_contended(name)
+            return await self._updated(ctx, kv, candidate, subresource)
+
+        write = await self._guaranteed(ctx, name, try_update)
+        return self._written(write), bool(write.detail)
 
     async def patch(self, ctx, name, apply_patch, subresource=""):
         """
@@ -162,40 +225,28 @@ class ResourceStore(ResourceReads):
         The patch is re-applied to a fresh read when another write wins the
         race, unless the patch itself pinned a resourceVersion.
         """
-        key = self._key(ctx.namespace, name)
-        for _ in range(_MAX_RETRIES):
-            kv = await self.store.get(key)
+        async def try_update(kv):
             if kv is None:
                 raise self._not_found(name)
-            current = self.decode(kv)
-            obj = apply_patch(current)
+            obj = apply_patch(self.decode(kv))
             if not isinstance(obj, dict):
                 raise StatusError.bad_request("the patch must produce an object")
-            meta = self._check_namespace(ctx, obj)
-            if meta.get("name") != name:
-                raise StatusError.bad_request(
-                    f"the name of the object ({meta.get('name', '')}) does not match the name "
-                    f"on the URL ({name})")
-            wanted = meta.get("resourceVersion") or ""
+            wanted = self._check_name(ctx, obj, name).get("resourceVersion") or ""
             if wanted and wanted != str(kv.mod_revision):
                 raise StatusError.stale(self.info.resource, self.info.group, name)
-            result = await self._write_update(ctx, kv, obj, subresource)
-            if result is not None:
-                return result
-            if wanted:
-                raise StatusError.stale(self.info.resource, self.info.group, name)
-        raise self._too_contended(name)
+            return await self._updated(ctx, kv, obj, subresource)
 
-    def _too_contended(self, name):
-        return StatusError.conflict(
-            self.info.resource, self.info.group, name,
-            "the object is being modified by too many writers; try again")
+        return self._written(await self._guaranteed(ctx, name, try_update))
 
-    async def _write_update(self, ctx, kv, obj, subresource, tracked=False):
+    async def _updated(self, ctx, kv, obj, subresource, tracked=False):
         """
-        Validate and compare-and-swap C{obj} over C{kv}.
+        The L{Write} that replaces C{kv} with C{obj}, validated and admitted.
 
-        @return: the stored object, or None when another write won the race.
+        C{obj} is shaped in place (server-kept metadata, the strategy, mutating
+        admission). An unchanged object is kept, unless it is stored under an
+        encryption key that is no longer the first: replacing every object is
+        how a rotation reaches what is already stored. An object whose last
+        finalizer went while it is being deleted is removed.
         """
         info, strategy = self.info, self.strategy
         old = self.decode(kv)
@@ -240,36 +291,14 @@ class ResourceStore(ResourceReads):
             raise self._invalid(name, errors)
         await self.admission.validate(attributes)
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        # An unchanged object is not written again, unless it is stored
-        # under an encryption key that is no longer the first: replacing
-        # every object is how a rotation reaches what is already stored.
         if obj == old and not kv.stale:
-            return old
+            return Write.keep(old)
         if ctx.dry_run:
-            return obj
+            return Write.keep(obj)
         if meta.get("deletionTimestamp") and not meta.get("finalizers") \
                 and not strategy.pending_finalizers(obj):
-            try:
-                await self.store.delete(kv.key, kv.mod_revision)
-            except (ConflictError, KeyNotFoundError):
-                return None
-            await strategy.after_delete(ctx, old)
-            return obj
-        changes = await strategy.begin_update(ctx, obj, old)
-        try:
-            stored = await self.store.update(kv.key, self._encode(obj), kv.mod_revision)
-        except BaseException as e:
-            if changes is not None:
-                await changes.revert()
-            if isinstance(e, ConflictError):
-                return None
-            if isinstance(e, KeyNotFoundError):
-                raise self._not_found(name) from None
-            raise
-        if changes is not None:
-            await changes.commit()
-        meta["resourceVersion"] = str(stored.mod_revision)
-        return obj
+            return Write.delete(obj, after=lambda: strategy.after_delete(ctx, old))
+        return Write.put(obj, self._encode, begin=lambda: strategy.begin_update(ctx, obj, old))
 
     async def apply(self, ctx, name, applied, force, subresource=""):
         """
@@ -284,10 +313,9 @@ class ResourceStore(ResourceReads):
         if manager is None:
             raise StatusError.unsupported_media_type(
                 "application/apply-patch+yaml", ("application/merge-patch+json",))
-        key = self._key(ctx.namespace, name)
         wanted = (applied.get("metadata") or {}).get("resourceVersion") or ""
-        for _ in range(_MAX_RETRIES):
-            kv = await self.store.get(key)
+
+        async def try_update(kv):
             if kv is None:
                 if subresource:
                     raise self._not_found(name)
@@ -296,22 +324,17 @@ class ResourceStore(ResourceReads):
                 obj = manager.apply(None, applied, ctx.field_manager, force, info.api_version,
                                     info.group, info.kind,
                                     ignored=reset_fields(info.has_status))
-                try:
-                    return await self.create(ctx, obj, tracked=True), True
-                except StatusError as e:
-                    if e.reason != "AlreadyExists":
-                        raise
-                    continue
+                return await self._created_on_write(ctx, obj, tracked=True)
             if wanted and wanted != str(kv.mod_revision):
                 raise StatusError.stale(info.resource, info.group, name)
             obj = manager.apply(self.decode(kv), applied, ctx.field_manager, force,
                                 info.api_version, info.group, info.kind, subresource,
                                 ignored=reset_fields(info.has_status, subresource))
             self._check_namespace(ctx, obj)
-            result = await self._write_update(ctx, kv, obj, subresource, tracked=True)
-            if result is not None:
-                return result, False
-        raise self._too_contended(name)
+            return await self._updated(ctx, kv, obj, subresource, tracked=True)
+
+        write = await self._guaranteed(ctx, name, try_update)
+        return self._written(write), bool(write.detail)
 
     def _track(self, ctx, old, new, subresource=""):
         """C{new} with managedFields crediting C{ctx.field_manager} with what it changed."""
@@ -324,15 +347,15 @@ class ResourceStore(ResourceReads):
 
     # -- delete -------------------------------------------------------------
 
-    async def delete(self, ctx, name, options=None):
+    async def delete(self, ctx, name, options=None, suggestion=None):
         """
         Delete an object, or mark it deleted while finalizers hold it.
 
+        @param suggestion: the object's L{KeyValue} as last seen (e.g. in a
+            listing), to start from instead of a read.
         @return: C{(object, removed)}: the last state, and whether it is gone.
         """
-        key = self._key(ctx.namespace, name)
-        for _ in range(_MAX_RETRIES):
-            kv = await self.store.get(key)
+        async def try_delete(kv):
             if kv is None:
                 raise self._not_found(name)
             obj = self.decode(kv)
@@ -348,28 +371,21 @@ class ResourceStore(ResourceReads):
                 meta["finalizers"] = finalizers
             if meta.get("finalizers") or self.strategy.pending_finalizers(obj):
                 if meta.get("deletionTimestamp") and obj == self.decode(kv):
-                    return obj, False
+                    return Write.keep(obj, detail=False)
                 if not meta.get("deletionTimestamp"):
                     meta["deletionTimestamp"] = metadata.rfc3339(self.clock.seconds())
                     meta["deletionGracePeriodSeconds"] = 0
                     meta["generation"] = meta.get("generation", 1) + 1
                 if ctx.dry_run:
-                    return obj, False
-                try:
-                    stored = await self.store.update(key, self._encode(obj), kv.mod_revision)
-                except (ConflictError, KeyNotFoundError):
-                    continue
-                meta["resourceVersion"] = str(stored.mod_revision)
-                return obj, False
+                    return Write.keep(obj, detail=False)
+                return Write.put(obj, self._encode, detail=False)
             if ctx.dry_run:
-                return obj, True
-            try:
-                await self.store.delete(key, kv.mod_revision)
-            except (ConflictError, KeyNotFoundError):
-                continue
-            await self.strategy.after_delete(ctx, obj)
-            return obj, True
-        raise self._too_contended(name)
+                return Write.keep(obj, detail=True)
+            return Write.delete(obj, detail=True,
+                                after=lambda: self.strategy.after_delete(ctx, obj))
+
+        write = await self._guaranteed(ctx, name, try_delete, suggestion)
+        return self._written(write), write.detail
 
     def _check_preconditions(self, obj, kv, options):
         if options is None:
@@ -392,16 +408,26 @@ class ResourceStore(ResourceReads):
             f"AdditionalErrorMsg: Precondition failed: {why}")
 
     async def delete_collection(self, ctx, list_options, delete_options=None):
-        """Delete every selected object; returns the list of what was deleted."""
+        """
+        Delete every selected object; returns the list of what was deleted.
+
+        Each delete starts from the object as listed, not from a read of
+        its own: one that changed since is decided again when its
+        compare-and-swap fails.
+        """
         listed = await self.list(ctx, list_options)
         deleted = []
         for item in listed["items"]:
+            item_meta = item["metadata"]
             item_ctx = ctx
             if self.info.namespaced and not ctx.namespace:
-                item_ctx = type(ctx)(ctx.user, item["metadata"]["namespace"], ctx.dry_run,
+                item_ctx = type(ctx)(ctx.user, item_meta["namespace"], ctx.dry_run,
                                      ctx.field_manager)
+            name = item_meta["name"]
+            seen = KeyValue(self._key(item_ctx.namespace, name), self._encode(item), 0,
+                            int(item_meta["resourceVersion"]))
             try:
-                obj, _ = await self.delete(item_ctx, item["metadata"]["name"], delete_options)
+                obj, _ = await self.delete(item_ctx, name, delete_options, seen)
             except StatusError as e:
                 if e.code == 404:
                     continue
