@@ -8,7 +8,6 @@ from zope.interface import implementer
 
 from orchd.admission.rbacescalation import RBACEscalation
 from orchd.api.features import FeatureGates
-from orchd.api.versions import enabled_kinds
 from orchd.auth.authz.always import AlwaysAllow, PrivilegedGroups
 from orchd.auth.authz.rbac import RBACAuthorizer
 from orchd.auth.authn.bearer import TokenAuthenticators
@@ -19,6 +18,7 @@ from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
+from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -80,7 +80,7 @@ class APIHarness:
         if service_account_key is not None:
             self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
-        self.catalog = Catalog(enabled_kinds(runtime_config), self.store, self.clock,
+        self.catalog = Catalog(builtin_registry(runtime_config), self.store, self.clock,
                                virtual=review_providers(self.authorizer, self.clock, self.tokens),
                                plugins=plugins, connectors=connectors,
                                allocators=ServiceAllocators(
@@ -93,7 +93,7 @@ class APIHarness:
         self.authenticator = FixedUser(user)
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
-            DiscoveryRoutes(self.catalog.served_kinds),
+            DiscoveryRoutes(self.catalog),
             settings=ServerSettings(features=FeatureGates.parse(feature_gates)))
         self.treq = StubTreq(self.resource)
         if system_namespaces:

@@ -15,7 +15,7 @@ import platform
 import re
 
 from orchd.api.codecs import parse_accept
-from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS, subresource_kind
+from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
 
 #: [COMPAT] The media type of aggregated discovery; clients match it literally.
 AGGREGATED_DISCOVERY_GROUP = "apidiscovery.k8s.io"
@@ -162,14 +162,12 @@ def storage_version_hash(info):
     does (base64 of the first 8 bytes of SHA-256 of C{group/version/kind}).
 
     All served versions of one resource share one storage, so the hash names
-    the version objects are stored in: the preferred version of that resource
-    in the full table, not the one being listed. Clients only compare it.
+    the version objects are stored in (C{info.storage_version}), not the one
+    being listed. Clients only compare it.
     """
     if not info.stored:
         return None
-    versions = [k.version for k in KINDS if k.group == info.group and k.resource == info.resource]
-    storage_version = min(versions or [info.version], key=version_sort_key)
-    digest = hashlib.sha256(f"{info.group}/{storage_version}/{info.kind}".encode()).digest()
+    digest = hashlib.sha256(f"{info.group}/{info.storage_version}/{info.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode("ascii")
 
 

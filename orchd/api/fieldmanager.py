@@ -228,15 +228,19 @@ class _Conflicts(Exception):
 
 class FieldManager:
     """
-    Keeps C{metadata.managedFields} and merges server-side applies.
+    Keeps C{metadata.managedFields} and merges server-side applies, for the
+    objects of one kind (as upstream has a field manager per resource).
 
-    @param schema_for: C{(group, kind) -> patch schema}, as
-        L{orchd.api.patchschema.patch_schema_for}.
+    @param patch_schema: the kind's patch metadata, which says how its lists
+        are keyed (the C{patch_schema} of its L{orchd.api.kinds.KindInfo}).
     @param clock_seconds: the current time in seconds, for entry times.
+
+    L{update} and L{apply} take the C{group} and C{kind} of the objects as
+    their callers have them; the kind names the objects in messages.
     """
 
-    def __init__(self, schema_for, clock_seconds):
-        self._schema_for = schema_for
+    def __init__(self, patch_schema, clock_seconds):
+        self._schema = patch_schema
         self._clock = clock_seconds
 
     def _now(self):
@@ -260,7 +264,7 @@ class FieldManager:
         @return: C{new} with its managedFields set; C{new} is not modified,
             and the result may share unchanged values with C{old} and C{new}.
         """
-        schema = self._schema_for(group, kind)
+        schema = self._schema
         managers = self._managers_for_update(old, new, subresource)
         if not managers and old is not None and _meta(old).get("uid"):
             return _with_entries(new, None)
@@ -330,7 +334,7 @@ class FieldManager:
         """
         if _meta(applied).get("managedFields") is not None:
             raise StatusError.bad_request("metadata.managedFields must be nil")
-        schema = self._schema_for(group, kind)
+        schema = self._schema
         try:
             config_fields = field_set(applied, schema)
         except SchemaError as e:

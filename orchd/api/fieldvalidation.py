@@ -11,7 +11,8 @@ top-level field bare: C{unknown field "foo"}. Duplicate fields read
 C{duplicate field "metadata.name"}. Map keys join the path like fields.
 
 Pruning follows the schemas of L{orchd.api.schemas}, compiled once per kind
-into a small tree walked without allocation for known fields:
+(and kept with its KindInfo) into a small tree walked without allocation
+for known fields:
 
   - C{apiVersion}, C{kind} and C{metadata} are always known; metadata is
     pruned per ObjectMeta, for loose kinds too;
@@ -89,22 +90,26 @@ def _compile(schema, pool, memo):
     return node
 
 
-_compiled = {}
+_KIND = "fieldvalidation.kind"
+_LIST = "fieldvalidation.list"
 
 
-def _root(group, version, kind):
-    key = (group, version, kind)
-    node = _compiled.get(key, _MISSING)
+def _root(info, listing):
+    key = _LIST if listing else _KIND
+    node = info.derived.get(key, _MISSING)
     if node is _MISSING:
-        schema = schemas.schema_for(group, version, kind)
         node = None
-        if schema is not None:
-            node = _compile(schema, schemas.all_definitions(), {})
+        if info.schema is not None:
+            schema = schemas.kind_definitions(info)[1 if listing else 0]
+            # A list's items refer to the kind's definition by name.
+            pool = {**schemas.named_definitions(),
+                    schemas.definition_name(info): schemas.kind_definitions(info)[0]}
+            node = _compile(schema, pool, {})
             if isinstance(node, _Object):
                 # The type and object metadata are known whatever the schema says.
                 for name in ("apiVersion", "kind"):
                     node.props.setdefault(name, None)
-        _compiled[key] = node
+        info.derived[key] = node
     return node
 
 
@@ -147,16 +152,20 @@ def _prune_list(values, node, path, found):
             _prune_list(item, node.items, f"{path}[{index}]", found)
 
 
-def prune_unknown_fields(obj, group, version, kind):
+def prune_unknown_fields(obj, info, listing=False):
     """
     Remove from C{obj} (in place) every field the kind's schema does not
     know, and return their paths in document order, in upstream's form
     (C{spec.foo}, C{spec.ports[0].bar}). Known fields are left untouched.
-    Kinds the table does not have, and anything not a dict, are left alone.
+    Kinds without a schema (C{info.schema} None), and anything not a dict,
+    are left alone.
+
+    @param info: the L{orchd.api.kinds.KindInfo} of the object.
+    @param listing: C{obj} is a list of that kind (C{ConfigMapList}).
     """
     if type(obj) is not dict:
         return []
-    node = _root(group, version, kind)
+    node = _root(info, listing)
     if node is None:
         return []
     found = []

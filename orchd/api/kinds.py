@@ -1,11 +1,20 @@
 # -*- test-case-name: tests.api.test_kinds -*-
 """
-Every resource kind the API serves: one row each.
+What describes a served kind at the API level: L{KindInfo}, the verbs and
+subresources it may have, the name rules, and the API group names.
 
-A row names the group, version, plural resource, kind, scope, short names,
-verbs and subresources; what a kind does beyond generic storage lives in
-its strategy (C{orchd.registry.kinds}). Adding a kind is one row here.
+A KindInfo names the group, version, plural resource, kind, scope, short
+names, verbs and subresources of a kind, and carries its API-level facets:
+its schema (OpenAPI and field validation), its printer (C{kubectl get}
+columns), its strategic merge patch metadata and its selectable fields.
+Code that serves a kind reads them as attributes of the kind's KindInfo;
+nothing looks them up in tables. The built-in kinds are the rows of
+L{orchd.registry.kinds.builtin}, which pairs each KindInfo with its strategy;
+this module has no table of kinds.
 """
+
+from orchd.api.patchschema import DEFAULT as DEFAULT_PATCH_SCHEMA
+from orchd.api.schemadefs_base import LOOSE
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 NO_COLLECTION_DELETE = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -39,16 +48,38 @@ class KindInfo:
 
     @ivar stored: False for kinds answered without storage (reviews, bindings).
     @ivar name_rule: which rule object names must follow.
+    @ivar schema: the L{orchd.api.schemadefs_base.KindSchema} of the objects,
+        for OpenAPI and field validation: L{LOOSE} (typed metadata, every
+        other field kept) unless the kind is described field by field; None
+        for a kind with no schema at all (the object a subresource takes),
+        whose fields are neither pruned nor checked.
+    @ivar printer: the L{orchd.api.printers.base.Printer} of its Tables, or
+        None for the default table (Name, Created At).
+    @ivar patch_schema: its strategic merge patch metadata, rooted at the
+        object (L{orchd.api.patchschema}); ObjectMeta's rules by default.
+    @ivar selectable_fields: the field-selector names it has besides
+        C{metadata.name} and C{metadata.namespace}.
+    @ivar subresource_kinds: C{{subresource: (group, version, kind)}} for the
+        subresources that take an object of their own kind (see
+        L{subresource_kind}).
+    @ivar storage_version: the version its objects are stored in, the same
+        for every version of the resource; its own version by default.
+    @ivar derived: what other modules compute from these facets once and
+        keep with the kind (OpenAPI definitions, the compiled pruning
+        schema), so that it goes when the kind goes. Keys are private to the
+        module that sets them.
     """
 
     __slots__ = (
         "group", "version", "resource", "kind", "namespaced", "short_names", "verbs",
-        "subresources", "categories", "name_rule", "stored", "singular",
+        "subresources", "categories", "name_rule", "stored", "singular", "schema", "printer",
+        "patch_schema", "selectable_fields", "subresource_kinds", "storage_version", "derived",
     )
 
     def __init__(self, group, version, resource, kind, namespaced, short_names=(),
                  verbs=STANDARD_VERBS, subresources=(), categories=(), name_rule=SUBDOMAIN,
-                 stored=True):
+                 stored=True, schema=LOOSE, printer=None, patch_schema=DEFAULT_PATCH_SCHEMA,
+                 selectable_fields=(), subresource_kinds=None, storage_version=None):
         self.group = group
         self.version = version
         self.resource = resource
@@ -61,6 +92,13 @@ class KindInfo:
         self.name_rule = name_rule
         self.stored = stored
         self.singular = kind.lower()
+        self.schema = schema
+        self.printer = printer
+        self.patch_schema = patch_schema
+        self.selectable_fields = tuple(selectable_fields)
+        self.subresource_kinds = dict(subresource_kinds or {})
+        self.storage_version = storage_version or version
+        self.derived = {}
 
     @property
     def group_version(self):
@@ -116,22 +154,15 @@ def subresource_kind(info, subresource):
     """
     The kind a subresource sends and answers: its parent's, except for the
     subresources that take an object of their own (C{serviceaccounts/token}
-    takes a TokenRequest).
+    takes a TokenRequest), which its parent names in C{subresource_kinds}.
+    Such a kind has no schema here: its objects are not pruned.
     """
-    own = _SUBRESOURCE_KINDS.get((info.group, info.resource, subresource))
+    own = info.subresource_kinds.get(subresource)
     if own is None:
         return info
     group, version, kind = own
     return KindInfo(group, version, f"{info.resource}/{subresource}", kind, info.namespaced,
-                    verbs=SUBRESOURCE_VERBS[subresource], stored=False)
-
-
-def _ns(group, version, resource, kind, **kw):
-    return KindInfo(group, version, resource, kind, True, **kw)
-
-
-def _cluster(group, version, resource, kind, **kw):
-    return KindInfo(group, version, resource, kind, False, **kw)
+                    verbs=SUBRESOURCE_VERBS[subresource], stored=False, schema=None)
 
 
 CORE = ""
@@ -155,136 +186,11 @@ RBAC = "rbac.authorization.orch.io"
 SCHEDULING = "scheduling.orch.io"
 STORAGE = "storage.orch.io"
 
-#: (group, resource, subresource) -> (group, version, kind) of the objects it takes.
-_SUBRESOURCE_KINDS = {
-    ("", "serviceaccounts", "token"): ("authentication.orch.io", "v1", "TokenRequest"),
-}
 
-_ALL = ("all",)
-_STATUS = ("status",)
-
-#: The resource-kinds table of the specification, plus the few non-stable
-#: versions that C{--runtime-config} can switch on.
-KINDS = (
-    # core v1
-    _ns(CORE, "v1", "bindings", "Binding", verbs=CREATE_ONLY, stored=False),
-    _ns(CORE, "v1", "configmaps", "ConfigMap", short_names=("cm",)),
-    _ns(CORE, "v1", "endpoints", "Endpoints", short_names=("ep",)),
-    _ns(CORE, "v1", "events", "Event", short_names=("ev",)),
-    _ns(CORE, "v1", "limitranges", "LimitRange", short_names=("limits",)),
-    _ns(CORE, "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
-        subresources=_STATUS),
-    _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log"),
-        categories=_ALL),
-    _ns(CORE, "v1", "podtemplates", "PodTemplate"),
-    _ns(CORE, "v1", "replicationcontrollers", "ReplicationController", short_names=("rc",),
-        subresources=_STATUS, categories=_ALL),
-    _ns(CORE, "v1", "resourcequotas", "ResourceQuota", short_names=("quota",),
-        subresources=_STATUS),
-    _ns(CORE, "v1", "secrets", "Secret"),
-    _ns(CORE, "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
-        subresources=("token",)),
-    _ns(CORE, "v1", "services", "Service", short_names=("svc",), subresources=_STATUS,
-        categories=_ALL, name_rule=DNS1035),
-    _cluster(CORE, "v1", "componentstatuses", "ComponentStatus", short_names=("cs",),
-             verbs=READ_ONLY, stored=False),
-    _cluster(CORE, "v1", "namespaces", "Namespace", short_names=("ns",),
-             verbs=NO_COLLECTION_DELETE, subresources=("status", "finalize"), name_rule=LABEL),
-    _cluster(CORE, "v1", "nodes", "Node", short_names=("no",), subresources=("status", "proxy")),
-    _cluster(CORE, "v1", "persistentvolumes", "PersistentVolume", short_names=("pv",),
-             subresources=_STATUS),
-    # admissionregistration.orch.io/v1
-    _cluster(ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
-    _cluster(ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
-    # apiextensions.orch.io/v1
-    _cluster(APIEXTENSIONS, "v1", "customresourcedefinitions", "CustomResourceDefinition",
-             short_names=("crd", "crds"), subresources=_STATUS),
-    # apiregistration.orch.io/v1
-    _cluster(APIREGISTRATION, "v1", "apiservices", "APIService", subresources=_STATUS),
-    # apps/v1
-    _ns(APPS, "v1", "controllerrevisions", "ControllerRevision"),
-    _ns(APPS, "v1", "daemonsets", "DaemonSet", short_names=("ds",), subresources=_STATUS,
-        categories=_ALL),
-    _ns(APPS, "v1", "deployments", "Deployment", short_names=("deploy",), subresources=_STATUS,
-        categories=_ALL),
-    _ns(APPS, "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=_STATUS,
-        categories=_ALL),
-    _ns(APPS, "v1", "statefulsets", "StatefulSet", short_names=("sts",), subresources=_STATUS,
-        categories=_ALL),
-    # authentication.orch.io
-    _cluster(AUTHENTICATION, "v1", "tokenreviews", "TokenReview", verbs=CREATE_ONLY, stored=False),
-    _cluster(AUTHENTICATION, "v1", "selfsubjectreviews", "SelfSubjectReview", verbs=CREATE_ONLY,
-             stored=False),
-    _cluster(AUTHENTICATION, "v1beta1", "tokenreviews", "TokenReview", verbs=CREATE_ONLY,
-             stored=False),
-    # authorization.orch.io
-    _ns(AUTHORIZATION, "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
-        verbs=CREATE_ONLY, stored=False),
-    _cluster(AUTHORIZATION, "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
-             verbs=CREATE_ONLY, stored=False),
-    _cluster(AUTHORIZATION, "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
-             verbs=CREATE_ONLY, stored=False),
-    _cluster(AUTHORIZATION, "v1", "subjectaccessreviews", "SubjectAccessReview",
-             verbs=CREATE_ONLY, stored=False),
-    _cluster(AUTHORIZATION, "v1beta1", "subjectaccessreviews", "SubjectAccessReview",
-             verbs=CREATE_ONLY, stored=False),
-    # autoscaling/v2
-    _ns(AUTOSCALING, "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
-        short_names=("hpa",), subresources=_STATUS, categories=_ALL),
-    # batch/v1
-    _ns(BATCH, "v1", "cronjobs", "CronJob", short_names=("cj",), subresources=_STATUS,
-        categories=_ALL),
-    _ns(BATCH, "v1", "jobs", "Job", subresources=_STATUS, categories=_ALL),
-    # certificates.orch.io/v1
-    _cluster(CERTIFICATES, "v1", "certificatesigningrequests", "CertificateSigningRequest",
-             short_names=("csr",), subresources=("status", "approval")),
-    # coordination.orch.io
-    _ns(COORDINATION, "v1", "leases", "Lease"),
-    _ns(COORDINATION, "v1alpha2", "leasecandidates", "LeaseCandidate"),
-    # discovery.orch.io/v1
-    _ns(DISCOVERY, "v1", "endpointslices", "EndpointSlice"),
-    # events.orch.io/v1
-    _ns(EVENTS, "v1", "events", "Event", short_names=("ev",)),
-    # flowcontrol.apiserver.orch.io/v1beta2 (beta: off unless enabled)
-    _cluster(FLOWCONTROL, "v1beta2", "flowschemas", "FlowSchema", subresources=_STATUS),
-    _cluster(FLOWCONTROL, "v1beta2", "prioritylevelconfigurations", "PriorityLevelConfiguration",
-             subresources=_STATUS),
-    # networking.orch.io/v1
-    _ns(NETWORKING, "v1", "ingresses", "Ingress", short_names=("ing",), subresources=_STATUS),
-    _ns(NETWORKING, "v1", "networkpolicies", "NetworkPolicy", short_names=("netpol",)),
-    _cluster(NETWORKING, "v1", "ingressclasses", "IngressClass"),
-    # node.orch.io/v1
-    _cluster(NODE, "v1", "runtimeclasses", "RuntimeClass"),
-    # policy/v1
-    _ns(POLICY, "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",),
-        subresources=_STATUS),
-    # rbac.authorization.orch.io/v1
-    _ns(RBAC, "v1", "roles", "Role", name_rule=PATH_SEGMENT),
-    _ns(RBAC, "v1", "rolebindings", "RoleBinding", name_rule=PATH_SEGMENT),
-    _cluster(RBAC, "v1", "clusterroles", "ClusterRole", name_rule=PATH_SEGMENT),
-    _cluster(RBAC, "v1", "clusterrolebindings", "ClusterRoleBinding", name_rule=PATH_SEGMENT),
-    # scheduling.orch.io/v1
-    _cluster(SCHEDULING, "v1", "priorityclasses", "PriorityClass", short_names=("pc",)),
-    # storage.orch.io/v1
-    _ns(STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity"),
-    _cluster(STORAGE, "v1", "csidrivers", "CSIDriver"),
-    _cluster(STORAGE, "v1", "csinodes", "CSINode"),
-    _cluster(STORAGE, "v1", "storageclasses", "StorageClass", short_names=("sc",)),
-    _cluster(STORAGE, "v1", "volumeattachments", "VolumeAttachment", subresources=_STATUS),
-)
-
-
-def group_versions(kinds=KINDS):
-    """Every group/version of C{kinds}, in table order, without repeats."""
-    seen = {}
-    for info in kinds:
-        seen.setdefault((info.group, info.version), None)
-    return list(seen)
-
-
-def key_prefix_of(group, resource, kinds=KINDS):
-    """The storage prefix of a resource (the same for each of its versions)."""
-    for info in kinds:
-        if info.group == group and info.resource == resource:
-            return info.key_prefix()
-    raise LookupError(f"{resource}.{group}" if group else resource)
+def key_prefix_of(group, resource):
+    """
+    The storage prefix of a resource, the same for each of its versions (as
+    L{KindInfo.key_prefix}), for code that reads the store without a
+    KindInfo at hand.
+    """
+    return f"/registry/{group}/{resource}/" if group else f"/registry/{resource}/"

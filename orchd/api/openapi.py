@@ -129,7 +129,7 @@ def patch_media_types(info):
     every kind: full kinds with it, and loose kinds without it, apply
     without warnings.
     """
-    if schemas.kind_schema(info).complete:
+    if info.schema.complete:
         return (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
     return (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
 

@@ -4,7 +4,7 @@ The three patch formats of PATCH requests, applied to plain JSON objects.
 
 JSON patch (RFC 6902) and JSON merge patch (RFC 7386) work on any object;
 strategic merge patch (L{orchd.api.strategic}) also needs the kind's patch
-metadata (L{patch_schema_for}).  Each function returns a new object and
+metadata (the C{patch_schema} of its KindInfo).  Each function returns a new object and
 leaves its arguments alone.  Failures raise L{StatusError} with the codes
 clients know: 400 for a document that cannot be read, 422 for one that
 cannot be applied.
@@ -14,13 +14,12 @@ import jsonpatch
 import jsonpointer
 
 from orchd.api.errors import StatusError
-from orchd.api.patchschema import patch_schema_for
 from orchd.api.strategic import (
     apply_strategic_merge_patch, copy_json, decode_document, json_kind,
 )
 
 __all__ = [
-    "apply_json_patch", "apply_merge_patch", "apply_strategic_merge_patch", "patch_schema_for",
+    "apply_json_patch", "apply_merge_patch", "apply_strategic_merge_patch",
     "MAX_JSON_PATCH_OPERATIONS",
 ]
 

@@ -6,10 +6,10 @@ Upstream reads it from the C{patchStrategy}/C{patchMergeKey} tags of the Go
 types; here it is data.  A schema is a dict from a field name to a
 L{PatchField}; a field that is absent merges as a map if both sides are
 maps and is replaced otherwise, so only lists that merge, and the maps
-leading to them, need rows.
+leading to them, need rows.  A kind's schema is the C{patch_schema} of its
+L{orchd.api.kinds.KindInfo}: one of the constants below, named in its row
+of L{orchd.registry.kinds.builtin}, or L{DEFAULT} (ObjectMeta's rules only).
 """
-
-from orchd.api.kinds import APIREGISTRATION, APPS, BATCH, CORE, POLICY
 
 
 class PatchField:
@@ -108,37 +108,28 @@ def _workload(retain_strategy=False):
     return kind_schema(spec=struct(spec), status=_CONDITIONS_ONLY)
 
 
-_DEFAULT = kind_schema()
+#: The schema of kinds without rules of their own: ObjectMeta's only.
+DEFAULT = kind_schema()
 
-#: (group, kind) -> schema; kinds not listed get ObjectMeta rules only.
-SCHEMAS = {
-    (CORE, "Pod"): kind_schema(spec=struct(POD_SPEC), status=struct(POD_STATUS)),
-    (CORE, "PodTemplate"): kind_schema(template=_TEMPLATE),
-    (CORE, "ReplicationController"): _workload(),
-    (CORE, "Node"): kind_schema(
-        spec=struct({"podCIDRs": merge_list()}),
-        status=struct({"conditions": _CONDITIONS, "addresses": merge_list("type")}),
-    ),
-    (CORE, "Service"): kind_schema(
-        spec=struct({"ports": merge_list("port")}), status=_CONDITIONS_ONLY,
-    ),
-    (CORE, "Namespace"): kind_schema(status=_CONDITIONS_ONLY),
-    (CORE, "PersistentVolumeClaim"): kind_schema(status=_CONDITIONS_ONLY),
-    (CORE, "ServiceAccount"): kind_schema(secrets=merge_list("name")),
-    (APPS, "Deployment"): _workload(retain_strategy=True),
-    (APPS, "ReplicaSet"): _workload(),
-    (APPS, "StatefulSet"): _workload(),
-    (APPS, "DaemonSet"): _workload(),
-    (BATCH, "Job"): _workload(),
-    (BATCH, "CronJob"): kind_schema(
-        spec=struct({"jobTemplate": struct({"metadata": struct(OBJECT_META),
-                                            "spec": struct({"template": _TEMPLATE})})}),
-    ),
-    (POLICY, "PodDisruptionBudget"): kind_schema(status=_CONDITIONS_ONLY),
-    (APIREGISTRATION, "APIService"): kind_schema(status=_CONDITIONS_ONLY),
-}
-
-
-def patch_schema_for(group, kind):
-    """The strategic merge patch schema of a kind, rooted at the object."""
-    return SCHEMAS.get((group, kind), _DEFAULT)
+POD = kind_schema(spec=struct(POD_SPEC), status=struct(POD_STATUS))
+POD_TEMPLATE = kind_schema(template=_TEMPLATE)
+REPLICATION_CONTROLLER = _workload()
+NODE = kind_schema(
+    spec=struct({"podCIDRs": merge_list()}),
+    status=struct({"conditions": _CONDITIONS, "addresses": merge_list("type")}),
+)
+SERVICE = kind_schema(spec=struct({"ports": merge_list("port")}), status=_CONDITIONS_ONLY)
+NAMESPACE = kind_schema(status=_CONDITIONS_ONLY)
+PERSISTENT_VOLUME_CLAIM = kind_schema(status=_CONDITIONS_ONLY)
+SERVICE_ACCOUNT = kind_schema(secrets=merge_list("name"))
+DEPLOYMENT = _workload(retain_strategy=True)
+REPLICA_SET = _workload()
+STATEFUL_SET = _workload()
+DAEMON_SET = _workload()
+JOB = _workload()
+CRON_JOB = kind_schema(
+    spec=struct({"jobTemplate": struct({"metadata": struct(OBJECT_META),
+                                        "spec": struct({"template": _TEMPLATE})})}),
+)
+POD_DISRUPTION_BUDGET = kind_schema(status=_CONDITIONS_ONLY)
+API_SERVICE = kind_schema(status=_CONDITIONS_ONLY)

@@ -366,83 +366,82 @@ DEFINITIONS = {
     **_NODE,
 }
 
-#: Kinds described field by field, keyed by C{(group, version, kind)}.
-KIND_SCHEMAS = {
-    ("", "v1", "ConfigMap"): KindSchema(
-        {
-            "binaryData": string_map("Binary values, base64-encoded; keys must not also be "
-                                     "in data.", fmt="byte"),
-            "data": string_map("Configuration values, as UTF-8 strings."),
-            "immutable": boolean("If true, data cannot be changed after creation."),
-        },
-        description="Configuration data for pods to consume.",
-    ),
-    ("", "v1", "Secret"): KindSchema(
-        {
-            "data": string_map("Secret values, base64-encoded.", fmt="byte"),
-            "immutable": boolean("If true, data cannot be changed after creation."),
-            "stringData": string_map("Write-only convenience: plain-text values merged into "
-                                     "data, taking precedence."),
-            "type": string("Used to handle the secret data programmatically, such as "
-                           "Opaque, orch.io/service-account-token or "
-                           "bootstrap.orch.io/token."),
-        },
-        description="Secret data, such as passwords, tokens or keys.",
-    ),
-    ("", "v1", "Namespace"): KindSchema(
-        {
-            "spec": ref(CORE + "NamespaceSpec", "The desired behaviour of the namespace."),
-            "status": ref(CORE + "NamespaceStatus", "The observed status of the namespace."),
-        },
-        description="A scope for names.",
-    ),
-    ("", "v1", "ServiceAccount"): KindSchema(
-        {
-            "automountServiceAccountToken": boolean(
-                "Whether pods running as this account get an API token mounted; pods may "
-                "override it."),
-            "imagePullSecrets": array(ref(CORE + "LocalObjectReference"),
-                                      "Secrets for pulling the images of pods using the "
-                                      "account.", list_type="atomic"),
-            "secrets": array(ref(OBJECT_REFERENCE),
-                             "Secrets in the same namespace that pods of the account may use.",
-                             list_type="map", list_map_keys=["name"]),
-        },
-        description="An identity for processes that run in pods.",
-    ),
-    ("", "v1", "Event"): KindSchema(
-        {
-            "action": string("What was done, or failed, about the object."),
-            "count": int32("Number of times the event occurred."),
-            "eventTime": micro_time("When the event was first observed."),
-            "firstTimestamp": timestamp("When the event was first recorded."),
-            "involvedObject": ref(OBJECT_REFERENCE, "The object the event is about."),
-            "lastTimestamp": timestamp("When the event most recently occurred."),
-            "message": string("Human-readable description of the event."),
-            "reason": string("Short, machine-understandable reason for the event."),
-            "related": ref(OBJECT_REFERENCE, "A secondary object of the event."),
-            "reportingComponent": string("Controller that emitted the event."),
-            "reportingInstance": string("ID of the controller instance."),
-            "series": ref(CORE + "EventSeries", "The series the event belongs to, if any."),
-            "source": ref(EVENT_SOURCE, "Component reporting the event."),
-            "type": string("Normal or Warning."),
-        },
-        required=("metadata", "involvedObject"),
-        description="A report of an event somewhere in the cluster.",
-    ),
-    ("", "v1", "Service"): KindSchema(
-        {
-            "spec": ref(CORE + "ServiceSpec", "The desired behaviour of the service."),
-            "status": ref(CORE + "ServiceStatus", "The observed status of the service."),
-        },
-        description="A named abstraction of a software service: ports, and the pods that "
-                    "answer on them.",
-    ),
-    ("", "v1", "Node"): KindSchema(
-        {
-            "spec": ref(CORE + "NodeSpec", "The desired behaviour of the node."),
-            "status": ref(CORE + "NodeStatus", "The observed status of the node."),
-        },
-        description="A worker node of the cluster.",
-    ),
-}
+# Kinds described field by field (core v1), named in their rows of the kinds table.
+
+CONFIG_MAP = KindSchema(
+    {
+        "binaryData": string_map("Binary values, base64-encoded; keys must not also be "
+                                 "in data.", fmt="byte"),
+        "data": string_map("Configuration values, as UTF-8 strings."),
+        "immutable": boolean("If true, data cannot be changed after creation."),
+    },
+    description="Configuration data for pods to consume.",
+)
+SECRET = KindSchema(
+    {
+        "data": string_map("Secret values, base64-encoded.", fmt="byte"),
+        "immutable": boolean("If true, data cannot be changed after creation."),
+        "stringData": string_map("Write-only convenience: plain-text values merged into "
+                                 "data, taking precedence."),
+        "type": string("Used to handle the secret data programmatically, such as "
+                       "Opaque, orch.io/service-account-token or "
+                       "bootstrap.orch.io/token."),
+    },
+    description="Secret data, such as passwords, tokens or keys.",
+)
+NAMESPACE = KindSchema(
+    {
+        "spec": ref(CORE + "NamespaceSpec", "The desired behaviour of the namespace."),
+        "status": ref(CORE + "NamespaceStatus", "The observed status of the namespace."),
+    },
+    description="A scope for names.",
+)
+SERVICE_ACCOUNT = KindSchema(
+    {
+        "automountServiceAccountToken": boolean(
+            "Whether pods running as this account get an API token mounted; pods may "
+            "override it."),
+        "imagePullSecrets": array(ref(CORE + "LocalObjectReference"),
+                                  "Secrets for pulling the images of pods using the "
+                                  "account.", list_type="atomic"),
+        "secrets": array(ref(OBJECT_REFERENCE),
+                         "Secrets in the same namespace that pods of the account may use.",
+                         list_type="map", list_map_keys=["name"]),
+    },
+    description="An identity for processes that run in pods.",
+)
+EVENT = KindSchema(
+    {
+        "action": string("What was done, or failed, about the object."),
+        "count": int32("Number of times the event occurred."),
+        "eventTime": micro_time("When the event was first observed."),
+        "firstTimestamp": timestamp("When the event was first recorded."),
+        "involvedObject": ref(OBJECT_REFERENCE, "The object the event is about."),
+        "lastTimestamp": timestamp("When the event most recently occurred."),
+        "message": string("Human-readable description of the event."),
+        "reason": string("Short, machine-understandable reason for the event."),
+        "related": ref(OBJECT_REFERENCE, "A secondary object of the event."),
+        "reportingComponent": string("Controller that emitted the event."),
+        "reportingInstance": string("ID of the controller instance."),
+        "series": ref(CORE + "EventSeries", "The series the event belongs to, if any."),
+        "source": ref(EVENT_SOURCE, "Component reporting the event."),
+        "type": string("Normal or Warning."),
+    },
+    required=("metadata", "involvedObject"),
+    description="A report of an event somewhere in the cluster.",
+)
+SERVICE = KindSchema(
+    {
+        "spec": ref(CORE + "ServiceSpec", "The desired behaviour of the service."),
+        "status": ref(CORE + "ServiceStatus", "The observed status of the service."),
+    },
+    description="A named abstraction of a software service: ports, and the pods that "
+                "answer on them.",
+)
+NODE = KindSchema(
+    {
+        "spec": ref(CORE + "NodeSpec", "The desired behaviour of the node."),
+        "status": ref(CORE + "NodeStatus", "The observed status of the node."),
+    },
+    description="A worker node of the cluster.",
+)

@@ -5,7 +5,6 @@ ControllerRevision, Lease, events.orch.io Event, and the access reviews of
 the authentication and authorization groups.
 """
 
-from orchd.api.kinds import APPS, AUTHENTICATION, AUTHORIZATION, COORDINATION, EVENTS, RBAC
 from orchd.api.schemadefs_base import (
     LABEL_SELECTOR, LABEL_SELECTOR_REQUIREMENT, RAW_EXTENSION, KindSchema, array, boolean,
     int32, integer, micro_time, obj, ref, string, strings, timestamp,
@@ -80,44 +79,42 @@ def _subjects():
                  list_type="atomic")
 
 
-_RBAC_KINDS = {
-    (RBAC, "v1", "ClusterRole"): KindSchema(
-        {
-            "aggregationRule": ref(
-                _RBAC + "AggregationRule",
-                "How rules is built. When set, a controller manages rules and "
-                "overwrites direct changes to it."),
-            "rules": _rules("ClusterRole"),
-        },
-        description="A cluster-wide set of PolicyRules that RoleBindings and "
-                    "ClusterRoleBindings reference as a unit.",
-    ),
-    (RBAC, "v1", "Role"): KindSchema(
-        {"rules": _rules("Role")},
-        description="A namespaced set of PolicyRules that RoleBindings reference as a unit.",
-    ),
-    (RBAC, "v1", "ClusterRoleBinding"): KindSchema(
-        {
-            "roleRef": ref(_RBAC + "RoleRef",
-                           "The ClusterRole granted; an unresolvable reference is an "
-                           "authorizer error. Cannot be changed."),
-            "subjects": _subjects(),
-        },
-        required=("roleRef",),
-        description="Grants a ClusterRole to subjects across the whole cluster.",
-    ),
-    (RBAC, "v1", "RoleBinding"): KindSchema(
-        {
-            "roleRef": ref(_RBAC + "RoleRef",
-                           "The Role in this namespace, or ClusterRole, granted; an "
-                           "unresolvable reference is an authorizer error. Cannot be "
-                           "changed."),
-            "subjects": _subjects(),
-        },
-        required=("roleRef",),
-        description="Grants a Role or ClusterRole to subjects within one namespace.",
-    ),
-}
+CLUSTER_ROLE = KindSchema(
+    {
+        "aggregationRule": ref(
+            _RBAC + "AggregationRule",
+            "How rules is built. When set, a controller manages rules and "
+            "overwrites direct changes to it."),
+        "rules": _rules("ClusterRole"),
+    },
+    description="A cluster-wide set of PolicyRules that RoleBindings and "
+                "ClusterRoleBindings reference as a unit.",
+)
+ROLE = KindSchema(
+    {"rules": _rules("Role")},
+    description="A namespaced set of PolicyRules that RoleBindings reference as a unit.",
+)
+CLUSTER_ROLE_BINDING = KindSchema(
+    {
+        "roleRef": ref(_RBAC + "RoleRef",
+                       "The ClusterRole granted; an unresolvable reference is an "
+                       "authorizer error. Cannot be changed."),
+        "subjects": _subjects(),
+    },
+    required=("roleRef",),
+    description="Grants a ClusterRole to subjects across the whole cluster.",
+)
+ROLE_BINDING = KindSchema(
+    {
+        "roleRef": ref(_RBAC + "RoleRef",
+                       "The Role in this namespace, or ClusterRole, granted; an "
+                       "unresolvable reference is an authorizer error. Cannot be "
+                       "changed."),
+        "subjects": _subjects(),
+    },
+    required=("roleRef",),
+    description="Grants a Role or ClusterRole to subjects within one namespace.",
+)
 
 # Apps, coordination, events ------------------------------------------------------
 
@@ -148,41 +145,39 @@ _OTHER_DEFINITIONS = {
     ),
 }
 
-_OTHER_KINDS = {
-    (APPS, "v1", "ControllerRevision"): KindSchema(
-        {
-            "data": ref(RAW_EXTENSION, "The serialized state; cannot be changed."),
-            "revision": integer("The revision of the state in data."),
-        },
-        required=("revision",),
-        description="An immutable snapshot of state data, used by controllers to update "
-                    "and roll back.",
-    ),
-    (COORDINATION, "v1", "Lease"): KindSchema(
-        {"spec": ref(_COORDINATION + "LeaseSpec", "The state of the lease.")},
-        description="A lease: who holds it and until when.",
-    ),
-    (EVENTS, "v1", "Event"): KindSchema(
-        {
-            "action": string("What was done, or failed, about the regarding object."),
-            "deprecatedCount": int32("Count of the core v1 Event."),
-            "deprecatedFirstTimestamp": timestamp("firstTimestamp of the core v1 Event."),
-            "deprecatedLastTimestamp": timestamp("lastTimestamp of the core v1 Event."),
-            "deprecatedSource": ref(EVENT_SOURCE, "source of the core v1 Event."),
-            "eventTime": micro_time("When the event was first observed."),
-            "note": string("Human-readable description of the event."),
-            "reason": string("Why the action was taken."),
-            "regarding": ref(OBJECT_REFERENCE, "The object the event is about."),
-            "related": ref(OBJECT_REFERENCE, "A secondary object of the event."),
-            "reportingController": string("Controller that emitted the event."),
-            "reportingInstance": string("ID of the controller instance."),
-            "series": ref(_EVENTS + "EventSeries", "The series the event belongs to, if any."),
-            "type": string("Normal or Warning."),
-        },
-        required=("eventTime",),
-        description="A report of an event somewhere in the cluster.",
-    ),
-}
+CONTROLLER_REVISION = KindSchema(
+    {
+        "data": ref(RAW_EXTENSION, "The serialized state; cannot be changed."),
+        "revision": integer("The revision of the state in data."),
+    },
+    required=("revision",),
+    description="An immutable snapshot of state data, used by controllers to update "
+                "and roll back.",
+)
+LEASE = KindSchema(
+    {"spec": ref(_COORDINATION + "LeaseSpec", "The state of the lease.")},
+    description="A lease: who holds it and until when.",
+)
+EVENTS_EVENT = KindSchema(
+    {
+        "action": string("What was done, or failed, about the regarding object."),
+        "deprecatedCount": int32("Count of the core v1 Event."),
+        "deprecatedFirstTimestamp": timestamp("firstTimestamp of the core v1 Event."),
+        "deprecatedLastTimestamp": timestamp("lastTimestamp of the core v1 Event."),
+        "deprecatedSource": ref(EVENT_SOURCE, "source of the core v1 Event."),
+        "eventTime": micro_time("When the event was first observed."),
+        "note": string("Human-readable description of the event."),
+        "reason": string("Why the action was taken."),
+        "regarding": ref(OBJECT_REFERENCE, "The object the event is about."),
+        "related": ref(OBJECT_REFERENCE, "A secondary object of the event."),
+        "reportingController": string("Controller that emitted the event."),
+        "reportingInstance": string("ID of the controller instance."),
+        "series": ref(_EVENTS + "EventSeries", "The series the event belongs to, if any."),
+        "type": string("Normal or Warning."),
+    },
+    required=("eventTime",),
+    description="A report of an event somewhere in the cluster.",
+)
 
 # Access reviews ------------------------------------------------------------------
 
@@ -222,7 +217,7 @@ def _authentication(version):
         ),
     }
     kinds = {
-        (AUTHENTICATION, version, "TokenReview"): KindSchema(
+        "TokenReview": KindSchema(
             {
                 "spec": ref(prefix + "TokenReviewSpec", "The token to check."),
                 "status": ref(prefix + "TokenReviewStatus", "The result, set by the server."),
@@ -236,7 +231,7 @@ def _authentication(version):
             {"userInfo": ref(prefix + "UserInfo", "The requesting user.")},
             description="The result of a self subject review.",
         )
-        kinds[(AUTHENTICATION, version, "SelfSubjectReview")] = KindSchema(
+        kinds["SelfSubjectReview"] = KindSchema(
             {"status": ref(prefix + "SelfSubjectReviewStatus", "The result, set by the "
                                                                "server.")},
             description="Reports the attributes the server sees for the requesting user.",
@@ -318,7 +313,7 @@ def _authorization(version):
     review_spec = ref(prefix + "SubjectAccessReviewSpec", "The request to check.")
     review_status = ref(prefix + "SubjectAccessReviewStatus", "The answer, set by the server.")
     kinds = {
-        (AUTHORIZATION, version, "SubjectAccessReview"): KindSchema(
+        "SubjectAccessReview": KindSchema(
             {"spec": review_spec, "status": review_status}, required=("spec",),
             description="Checks whether a user or group may perform an action.",
         ),
@@ -368,18 +363,18 @@ def _authorization(version):
             ),
         })
         kinds.update({
-            (AUTHORIZATION, version, "LocalSubjectAccessReview"): KindSchema(
+            "LocalSubjectAccessReview": KindSchema(
                 {"spec": review_spec, "status": review_status}, required=("spec",),
                 description="Checks whether a user or group may perform an action in one "
                             "namespace.",
             ),
-            (AUTHORIZATION, version, "SelfSubjectAccessReview"): KindSchema(
+            "SelfSubjectAccessReview": KindSchema(
                 {"spec": ref(prefix + "SelfSubjectAccessReviewSpec", "The request to check."),
                  "status": review_status},
                 required=("spec",),
                 description="Checks whether the requesting user may perform an action.",
             ),
-            (AUTHORIZATION, version, "SelfSubjectRulesReview"): KindSchema(
+            "SelfSubjectRulesReview": KindSchema(
                 {"spec": ref(prefix + "SelfSubjectRulesReviewSpec", "Where to list the rules."),
                  "status": ref(prefix + "SubjectRulesReviewStatus",
                                "The rules, set by the server.")},
@@ -391,10 +386,22 @@ def _authorization(version):
     return definitions, kinds
 
 
-DEFINITIONS = {**_RBAC_DEFINITIONS, **_OTHER_DEFINITIONS}
-KIND_SCHEMAS = {**_RBAC_KINDS, **_OTHER_KINDS}
-for _make, _version in ((_authentication, "v1"), (_authentication, "v1beta1"),
-                        (_authorization, "v1"), (_authorization, "v1beta1")):
-    _definitions, _kinds = _make(_version)
-    DEFINITIONS.update(_definitions)
-    KIND_SCHEMAS.update(_kinds)
+_AUTHENTICATION_V1_DEFINITIONS, _AUTHENTICATION_V1 = _authentication("v1")
+_AUTHENTICATION_V1BETA1_DEFINITIONS, _AUTHENTICATION_V1BETA1 = _authentication("v1beta1")
+_AUTHORIZATION_V1_DEFINITIONS, _AUTHORIZATION_V1 = _authorization("v1")
+_AUTHORIZATION_V1BETA1_DEFINITIONS, _AUTHORIZATION_V1BETA1 = _authorization("v1beta1")
+
+TOKEN_REVIEW_V1 = _AUTHENTICATION_V1["TokenReview"]
+TOKEN_REVIEW_V1BETA1 = _AUTHENTICATION_V1BETA1["TokenReview"]
+SELF_SUBJECT_REVIEW_V1 = _AUTHENTICATION_V1["SelfSubjectReview"]
+SUBJECT_ACCESS_REVIEW_V1 = _AUTHORIZATION_V1["SubjectAccessReview"]
+SUBJECT_ACCESS_REVIEW_V1BETA1 = _AUTHORIZATION_V1BETA1["SubjectAccessReview"]
+LOCAL_SUBJECT_ACCESS_REVIEW_V1 = _AUTHORIZATION_V1["LocalSubjectAccessReview"]
+SELF_SUBJECT_ACCESS_REVIEW_V1 = _AUTHORIZATION_V1["SelfSubjectAccessReview"]
+SELF_SUBJECT_RULES_REVIEW_V1 = _AUTHORIZATION_V1["SelfSubjectRulesReview"]
+
+DEFINITIONS = {
+    **_RBAC_DEFINITIONS, **_OTHER_DEFINITIONS,
+    **_AUTHENTICATION_V1_DEFINITIONS, **_AUTHENTICATION_V1BETA1_DEFINITIONS,
+    **_AUTHORIZATION_V1_DEFINITIONS, **_AUTHORIZATION_V1BETA1_DEFINITIONS,
+}

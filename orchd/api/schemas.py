@@ -23,19 +23,25 @@ operations announce strategic merge patch.
 Every other kind is loose: typed C{apiVersion}, C{kind} and C{metadata}
 (ObjectMeta, pruned like any other), C{spec} and C{status} named for kinds
 with a status subresource, and everything else kept as written
-(C{x-kubernetes-preserve-unknown-fields}). Making a kind full is adding its
-entry to a C{KIND_SCHEMAS} table.
+(C{x-kubernetes-preserve-unknown-fields}). A kind's description is the
+C{schema} of its L{orchd.api.kinds.KindInfo} (L{LOOSE} by default): making
+a kind full is naming its L{KindSchema} in its row of the kinds table.
 
 Patch extensions (C{x-kubernetes-patch-strategy} and
 C{x-kubernetes-patch-merge-key}) are not written by hand: they are derived
-from L{orchd.api.patchschema}, the table the server merges by.
+from the kind's C{patch_schema} (L{orchd.api.patchschema}), what the server
+merges by.
+
+The definitions of a kind are built once and kept with its KindInfo; the
+shared named definitions are annotated as the kinds that use them are met
+(their annotations agree, or building fails), so documents do not depend
+on which other kinds are served.
 """
 
 import copy
 import functools
 
 from orchd.api import patchschema, schemadefs_core, schemadefs_groups, schemadefs_meta
-from orchd.api.kinds import KINDS
 from orchd.api.schemadefs_base import (
     API_GROUP, API_GROUP_LIST, API_RESOURCE_LIST, API_VERSIONS, CONDITION, CORE,
     DELETE_OPTIONS, GVK_EXTENSION, INT_OR_STRING, LABEL_SELECTOR, LIST_META, LOOSE, META,
@@ -52,9 +58,8 @@ __all__ = [
     "STATUS", "TIME", "KindSchema", "array", "boolean", "gvk", "int32", "integer", "micro_time",
     "obj", "preserved", "ref", "string", "string_map", "strings", "timestamp",
     # This module's own.
-    "KIND_SCHEMAS", "NAMED_DEFINITIONS", "PATCH_MERGE_KEY", "PATCH_STRATEGY", "all_definitions",
-    "closure", "definition_name", "definitions", "is_complete", "kind_schema", "references",
-    "render", "schema_for",
+    "NAMED_DEFINITIONS", "PATCH_MERGE_KEY", "PATCH_STRATEGY", "closure", "definition_name",
+    "definitions", "kind_definitions", "named_definitions", "references", "render",
 ]
 
 PATCH_STRATEGY = "x-kubernetes-patch-strategy"
@@ -67,18 +72,10 @@ NAMED_DEFINITIONS = {
     **schemadefs_groups.DEFINITIONS,
 }
 
-#: Kinds described field by field, keyed by C{(group, version, kind)}.
-KIND_SCHEMAS = {**schemadefs_core.KIND_SCHEMAS, **schemadefs_groups.KIND_SCHEMAS}
-
 _CORE_GVK_DEFINITIONS = {
     STATUS: "Status", API_VERSIONS: "APIVersions", API_GROUP_LIST: "APIGroupList",
     API_GROUP: "APIGroup", API_RESOURCE_LIST: "APIResourceList",
 }
-
-
-def kind_schema(info):
-    """The L{KindSchema} of a kind: its entry, or L{LOOSE}."""
-    return KIND_SCHEMAS.get((info.group, info.version, info.kind), LOOSE)
 
 
 def definition_name(info, kind=None):
@@ -143,7 +140,7 @@ def _annotate(schema, fields, pool, where):
 # Kind and list definitions ----------------------------------------------------------
 
 def _kind_definition(info, pool):
-    described = kind_schema(info)
+    described = info.schema
     properties = {
         "apiVersion": string("The versioned schema of this object."),
         "kind": string("The REST resource this object represents."),
@@ -161,7 +158,7 @@ def _kind_definition(info, pool):
                 "The observed state; written through the status subresource.")
     schema = obj(properties, required=described.required,
                  description=described.description, **extensions)
-    _annotate(schema, patchschema.patch_schema_for(info.group, info.kind), pool, info.kind)
+    _annotate(schema, info.patch_schema, pool, info.kind)
     return schema
 
 
@@ -179,27 +176,40 @@ def _list_definition(info):
     )
 
 
-class _Catalog:
-    """Every definition: the named ones, annotated, and those of the kinds met so far."""
-
-    def __init__(self):
-        self.pool = copy.deepcopy(NAMED_DEFINITIONS)
-        self.kinds = {}
-        for info in KINDS:
-            self.kind(info)
-
-    def kind(self, info):
-        """C{(kind definition, list definition)} of C{info}, built once."""
-        key = (info.group, info.version, info.kind, info.has_status)
-        found = self.kinds.get(key)
-        if found is None:
-            found = self.kinds[key] = (_kind_definition(info, self.pool), _list_definition(info))
-        return found
-
-
 @functools.lru_cache(maxsize=None)
-def _catalog():
-    return _Catalog()
+def named_definitions():
+    """
+    The shared named definitions (everything but kinds and their lists),
+    with the patch extensions of the kinds met so far: building a kind's
+    definitions adds its own (L{kind_definitions}). Callers must not change it.
+    """
+    pool = copy.deepcopy(NAMED_DEFINITIONS)
+    # Every kind's patch metadata has ObjectMeta's rules: written at once, so
+    # that ObjectMeta carries them even in documents without kinds.
+    _annotate(ref(OBJECT_META), patchschema.OBJECT_META, pool, "ObjectMeta")
+    return pool
+
+
+_DEFINITIONS = "schemas.definitions"
+
+
+def kind_definitions(info):
+    """
+    C{(kind definition, list definition)} of the kind of C{info}, in this
+    module's dialect (references are bare names, resolved by
+    L{named_definitions} and L{definition_name}), built once and kept
+    with C{info}. Do not mutate.
+
+    @raise ValueError: if C{info} has no schema (L{orchd.api.kinds.subresource_kind}).
+    """
+    found = info.derived.get(_DEFINITIONS)
+    if found is None:
+        if info.schema is None:
+            raise ValueError(f"{info!r} has no schema")
+        pool = named_definitions()
+        found = info.derived[_DEFINITIONS] = (_kind_definition(info, pool),
+                                              _list_definition(info))
+    return found
 
 
 def definitions(kinds):
@@ -208,8 +218,13 @@ def definitions(kinds):
     their lists, what they refer to, and the shared ones with the GVK
     extensions clients look them up by. Shared between calls: do not mutate.
     """
-    catalog = _catalog()
-    result = {name: catalog.pool[name] for name in schemadefs_meta.DEFINITIONS}
+    pool = named_definitions()
+    roots, own = [], {}
+    for info in kinds:
+        own[definition_name(info)], own[definition_name(info, info.list_kind)] = (
+            kind_definitions(info))
+        roots.append(definition_name(info))
+    result = {name: pool[name] for name in schemadefs_meta.DEFINITIONS}
     for name, kind in _CORE_GVK_DEFINITIONS.items():
         result[name] = {**result[name], GVK_EXTENSION: [gvk("", "v1", kind)]}
     group_versions = sorted({(k.group, k.version) for k in kinds if k.group})
@@ -218,50 +233,10 @@ def definitions(kinds):
         GVK_EXTENSION: [gvk("", "v1", "DeleteOptions")]
         + [gvk(g, v, "DeleteOptions") for g, v in group_versions],
     }
-    roots = []
-    for info in kinds:
-        kind_definition, list_definition = catalog.kind(info)
-        result[definition_name(info)] = kind_definition
-        result[definition_name(info, info.list_kind)] = list_definition
-        roots.append(definition_name(info))
-    for name in closure(roots, {**catalog.pool, **result}):
-        result.setdefault(name, catalog.pool.get(name))
+    result.update(own)
+    for name in closure(roots, {**pool, **result}):
+        result.setdefault(name, pool.get(name))
     return result
-
-
-@functools.lru_cache(maxsize=None)
-def all_definitions():
-    """Every definition of every kind of the table, to resolve references by name."""
-    catalog = _catalog()
-    result = dict(catalog.pool)
-    for info in KINDS:
-        result[definition_name(info)], result[definition_name(info, info.list_kind)] = (
-            catalog.kind(info))
-    return result
-
-
-@functools.lru_cache(maxsize=None)
-def _by_gvk():
-    found = {}
-    for info in KINDS:
-        kind_definition, list_definition = _catalog().kind(info)
-        found[(info.group, info.version, info.kind)] = kind_definition
-        found[(info.group, info.version, info.list_kind)] = list_definition
-    return found
-
-
-def schema_for(group, version, kind):
-    """
-    The schema of a kind (or list kind) of the table, in this module's
-    dialect (references are bare names, resolved by L{all_definitions}), or
-    None for a kind the table does not have. Do not mutate.
-    """
-    return _by_gvk().get((group, version, kind))
-
-
-def is_complete(group, version, kind):
-    """Whether the kind is described field by field (see the module docstring)."""
-    return (group, version, kind) in KIND_SCHEMAS
 
 
 def references(schema, found=None):

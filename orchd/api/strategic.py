@@ -98,7 +98,7 @@ class _PatchError(Exception):
 def apply_strategic_merge_patch(obj, patch, schema=None):
     """
     Apply a strategic merge patch using C{schema}, the kind's patch metadata
-    (see L{orchd.api.patchschema.patch_schema_for}).
+    (the C{patch_schema} of its L{orchd.api.kinds.KindInfo}).
 
     Lists the schema marks as merging are merged by their key; other lists
     are replaced; directives (C{$patch}, C{$retainKeys},

@@ -5,9 +5,10 @@ Server-side printing: the C{Table} responses C{kubectl get} asks for.
 kubectl sends C{Accept: application/json;as=Table;v=v1;g=meta.k8s.io, ...}
 and prints the columns the server chooses. L{wants_table} reads one Accept
 media range; L{to_table} turns the objects of a GET, LIST or watch event
-into the Table, using the kind's printer from L{orchd.api.printers} or the
-default table (Name, Created At) for kinds without one. Everything here is
-pure: the HTTP layer negotiates, reads C{includeObject}, and encodes.
+into the Table, using the kind's printer (the C{printer} of its KindInfo,
+from L{orchd.api.printers}) or the default table (Name, Created At) for
+kinds without one. Everything here is pure: the HTTP layer negotiates,
+reads C{includeObject}, and encodes.
 
 [COMPAT] The Table's group keeps its upstream spelling, C{meta.k8s.io}:
 kubectl recognises a Table by that group/version/kind and would print a
@@ -18,7 +19,6 @@ the request, but the answer is always C{meta.k8s.io}.
 from types import MappingProxyType
 
 from orchd.api.errors import StatusError
-from orchd.api.printers import PRINTERS
 from orchd.api.printers.base import (
     CREATED_DESCRIPTION, DATE, Column, Printer, format_time, name_column, parse_time,
 )
@@ -99,7 +99,7 @@ DEFAULT_PRINTER = Printer(
 
 def printer_for(info):
     """The printer of a kind: its own, or the default table."""
-    return PRINTERS.get((info.group, info.kind), DEFAULT_PRINTER)
+    return info.printer or DEFAULT_PRINTER
 
 
 def column_definitions(info):

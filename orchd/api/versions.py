@@ -17,8 +17,6 @@ have are errors, so a typo cannot silently leave an API off.
 
 import re
 
-from orchd.api.kinds import KINDS
-
 API_ALL = "api/all"
 API_GA = "api/ga"
 API_BETA = "api/beta"
@@ -151,9 +149,10 @@ class ResourceConfig:
         return self.versions.get((info.group, info.version), False)
 
 
-def resource_config(runtime_config_text, kinds=KINDS):
+def resource_config(runtime_config_text, kinds):
     """
-    Apply C{--runtime-config} text to the defaults of C{kinds}.
+    Apply C{--runtime-config} text to the defaults of C{kinds} (the
+    L{orchd.api.kinds.KindInfo}s of every kind the server knows).
 
     @raise ValueError: for an unknown group, version or resource, a malformed
         key or a value that is not a boolean.
@@ -187,7 +186,7 @@ def resource_config(runtime_config_text, kinds=KINDS):
     return ResourceConfig(versions, resources)
 
 
-def enabled_kinds(runtime_config_text, kinds=KINDS):
+def enabled_kinds(runtime_config_text, kinds):
     """
     The rows of C{kinds} served under C{--runtime-config}, in table order.
 

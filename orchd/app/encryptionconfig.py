@@ -35,7 +35,7 @@ import binascii
 
 from orchd.api import yamldecode
 from orchd.api.groups import canonical_api_version, canonical_group
-from orchd.api.kinds import KINDS
+from orchd.registry.kinds.builtin import KINDS
 from orchd.storage.transformers import (
     AESCBCTransformer, AESGCMTransformer, PrefixTransformers, Provider, SecretboxTransformer,
     identity_provider,

@@ -19,7 +19,6 @@ from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
-from orchd.api.versions import enabled_kinds
 from orchd.app.clusterinfo import ensure_cluster_info
 from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
@@ -55,6 +54,7 @@ from orchd.controllers.manager import (
 )
 from orchd.orchlet.service import OrchletService
 from orchd.registry.catalog import Catalog
+from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -141,7 +141,7 @@ class ControlPlane(MultiService):
         try:
             corrected = secure_data_dir(config.data_dir)
             self.encryption = self._encryption_config()
-            self.kinds = enabled_kinds(config.runtime_config)
+            self.kinds = builtin_registry(config.runtime_config)
             self.controller_names = selected_controllers(config.controllers)
             self.pki = PKI.ensure(config)
             ensure_orchlet_client(config, self.pki)
@@ -211,7 +211,7 @@ class ControlPlane(MultiService):
         offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
-            DiscoveryRoutes(self.catalog.served_kinds),
+            DiscoveryRoutes(self.catalog),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
             ServerSettings(config.min_request_timeout, config.feature_gates, offload),
         )

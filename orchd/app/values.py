@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from orchd.api.features import FeatureGates
 from orchd.api.versions import resource_config
+from orchd.registry.kinds.builtin import KINDS
 
 #: Authorization modes, by their flag names; which are implemented is the caller's affair.
 AUTHORIZATION_MODES = ("Node", "RBAC", "ABAC", "Webhook", "AlwaysAllow", "AlwaysDeny")
@@ -219,7 +220,7 @@ def _key_values(value):
 
 def _runtime_config(value):
     text = _key_values(value)
-    resource_config(text)      # raises ValueError for unknown names and bad values
+    resource_config(text, KINDS)   # raises ValueError for unknown names and bad values
     return text
 
 

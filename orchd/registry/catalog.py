@@ -1,22 +1,26 @@
 # -*- test-case-name: tests.registry.test_catalog -*-
 """
-The enabled resources and the registry that serves each.
+The served resources and the registry that serves each.
 
-Built once at start from the kinds that C{--runtime-config} enables; the
-server looks resources up here by group, version and plural name.
+The catalog serves every kind registered in a
+L{orchd.registry.definitions.KindRegistry}: the built-in kinds that
+C{--runtime-config} enables, registered at start, and whatever is
+registered or unregistered later, which it follows and passes on to its
+own listeners (discovery and OpenAPI). The server looks resources up here
+by group, version and plural name.
 """
 
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
-from zope.interface import Attribute, Interface
+from zope.interface import Attribute, Interface, implementer
 
 from orchd.admission.chain import AdmissionChain
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
 from orchd.api.fieldmanager import FieldManager
-from orchd.api.patch import patch_schema_for
 from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
+from orchd.registry.definitions import IKindListener
 from orchd.registry.generic import ResourceStore
-from orchd.registry.kinds import strategy_for
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.storage.cachedreads import CachedReads
 from orchd.storage.watchcache import WatchCache
@@ -58,9 +62,12 @@ class IStreamConnector(Interface):
         """
 
 
+@implementer(IKindListener)
 class Catalog:
     """
-    @param kinds: the enabled L{orchd.api.kinds.KindInfo}s.
+    @param kinds: the L{orchd.registry.definitions.KindRegistry} of the
+        served kinds: the catalog serves each registered kind, and follows
+        what is registered and unregistered later.
     @param store: the L{orchd.storage.interfaces.IStore} every resource shares.
     @param virtual: C{{(group, resource): factory(info)}} for kinds answered
         without storage (reviews); kinds with neither are left out.
@@ -78,7 +85,7 @@ class Catalog:
 
     def __init__(self, kinds, store, clock, virtual=None, plugins=(), connectors=None,
                  allocators=None, caches=None):
-        self.kinds = tuple(kinds)
+        self.kinds = kinds
         self.store = store
         #: Where Services take cluster IPs and node ports (default range if None).
         self.allocators = allocators or ServiceAllocators(store)
@@ -86,26 +93,73 @@ class Catalog:
         self.admission = AdmissionChain((NamespaceLifecycle(self.get_namespace),) + tuple(plugins))
         self._resources = {}
         self._preferred = {}
-        virtual = virtual or {}
+        self._virtual = virtual or {}
+        self._listeners = []
+        self._started = False
         self.caches = {} if caches is None else caches
         self.reads = CachedReads(self.caches, store)
-        self.field_manager = FieldManager(patch_schema_for, clock.seconds)
-        for info in self.kinds:
-            if info.stored:
-                cache = self.caches.get(info.key_prefix())
-                if cache is None:
-                    cache = self.caches[info.key_prefix()] = WatchCache(
-                        store, info.key_prefix(), clock)
-                provider = ResourceStore(info, strategy_for(info, self.allocators), store, clock, self.admission,
-                                         cache=cache, field_manager=self.field_manager)
-            elif (info.group, info.resource) in virtual:
-                provider = virtual[(info.group, info.resource)](info)
-            else:
-                continue
-            self._resources[(info.group, info.version, info.resource)] = (info, provider)
-            self._preferred.setdefault((info.group, info.resource), provider)
+        for definition in kinds.definitions:
+            self._add(definition)
+        kinds.subscribe(self)
         self._connectors = {key: factory(self) for key, factory in (connectors or {}).items()
                             if self.resource(key[0], key[1]) is not None}
+
+    def _add(self, definition):
+        """Serve C{definition}; return its new watch cache, or None if it needs none."""
+        info, new_cache = definition.info, None
+        if info.stored:
+            cache = self.caches.get(info.key_prefix())
+            if cache is None:
+                cache = new_cache = self.caches[info.key_prefix()] = WatchCache(
+                    self.store, info.key_prefix(), self.clock)
+            provider = ResourceStore(info, definition.new_strategy(self), self.store, self.clock,
+                                     self.admission, cache=cache,
+                                     field_manager=FieldManager(info.patch_schema,
+                                                                self.clock.seconds))
+        elif (info.group, info.resource) in self._virtual:
+            provider = self._virtual[(info.group, info.resource)](info)
+        else:
+            return None
+        self._resources[(info.group, info.version, info.resource)] = (info, provider)
+        self._preferred.setdefault((info.group, info.resource), provider)
+        return new_cache
+
+    def kind_registered(self, definition):
+        """Serve a kind registered at run time (its cache starts at once), and pass it on."""
+        new_cache = self._add(definition)
+        if self.lookup(definition.info.group, definition.info.version,
+                       definition.info.resource) is None:
+            return
+        if new_cache is not None and self._started:
+            Deferred.fromCoroutine(self._start_cache(new_cache))
+        for listener in list(self._listeners):
+            listener.kind_registered(definition)
+
+    def kind_unregistered(self, definition):
+        """Stop serving a kind (and its storage, once no version is left), and pass it on."""
+        info = definition.info
+        if self._resources.pop((info.group, info.version, info.resource), None) is None:
+            return
+        key = (info.group, info.resource)
+        self._preferred.pop(key, None)
+        for other, provider in self._resources.values():
+            if (other.group, other.resource) == key:
+                self._preferred.setdefault(key, provider)
+        prefix = info.key_prefix()
+        if info.stored and not any(other.stored and other.key_prefix() == prefix
+                                   for other, _ in self._resources.values()):
+            cache = self.caches.pop(prefix, None)
+            if cache is not None:
+                cache.stop()
+        for listener in list(self._listeners):
+            listener.kind_unregistered(definition)
+
+    def subscribe(self, listener):
+        """
+        Tell the L{orchd.registry.definitions.IKindListener} C{listener} of
+        every kind the catalog starts or stops serving, once it does.
+        """
+        self._listeners.append(listener)
 
     async def start_caches(self):
         """
@@ -116,11 +170,16 @@ class Catalog:
         not hold up the rest: it keeps trying in the background while every
         other resource serves.
         """
-        for cache in self.caches.values():
-            try:
-                await cache.start()
-            except Exception:
-                cache.start_failed(Failure())
+        self._started = True
+        for cache in list(self.caches.values()):
+            await self._start_cache(cache)
+
+    @staticmethod
+    async def _start_cache(cache):
+        try:
+            await cache.start()
+        except Exception:
+            cache.start_failed(Failure())
 
     def stop_caches(self):
         for cache in self.caches.values():
@@ -128,7 +187,7 @@ class Catalog:
 
     @property
     def served_kinds(self):
-        """The kinds that have a registry, in table order (for discovery)."""
+        """The kinds that have a registry, in registration order (for discovery)."""
         return [info for info, _ in self._resources.values()]
 
     def lookup(self, group, version, resource):

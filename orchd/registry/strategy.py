@@ -84,8 +84,15 @@ class DefaultStrategy:
     #: False: a create drops C{status} of kinds with a status subresource.
     keep_status_on_create = False
 
-    #: Field names a field selector may use besides the two every kind has.
+    #: Field names a field selector may use besides the two every kind has
+    #: (set from the kind's definition, L{orchd.registry.definitions}).
     selectable_fields = ()
+
+    def __init__(self, catalog=None):
+        """
+        @param catalog: the catalog serving the kind, which a kind's
+            definition makes its strategy with; these rules need nothing of it.
+        """
 
     def prepare_for_create(self, ctx, obj):
         pass

@@ -2,26 +2,44 @@
 """
 Serving discovery and OpenAPI: C{/version}, C{/api}, C{/apis/...}, C{/openapi/...}.
 
-The documents depend only on the enabled kinds, fixed at start, so each is
-built once on first use and kept encoded.
+The documents depend only on the served kinds, so each is built once on
+first use and kept encoded, until the catalog starts or stops serving a
+kind.
 """
+
+from zope.interface import implementer
 
 from orchd.api import codecs, discovery, openapi
 from orchd.api.errors import StatusError
+from orchd.registry.definitions import IKindListener
 from orchd.server.response import write_body, write_object
 
 _JSON = b"application/json"
 _READ_METHODS = (b"GET", b"HEAD")
 
 
+@implementer(IKindListener)
 class DiscoveryRoutes:
     """
-    @param kinds: the served L{orchd.api.kinds.KindInfo}s.
+    @param catalog: the L{orchd.registry.catalog.Catalog}, whose served kinds
+        the documents describe; they follow its changes.
     """
 
-    def __init__(self, kinds):
-        self._kinds = list(kinds)
+    def __init__(self, catalog):
+        self._catalog = catalog
+        self._kinds = list(catalog.served_kinds)
         self._cache = {}
+        catalog.subscribe(self)
+
+    def _changed(self):
+        self._kinds = list(self._catalog.served_kinds)
+        self._cache = {}
+
+    def kind_registered(self, definition):
+        self._changed()
+
+    def kind_unregistered(self, definition):
+        self._changed()
 
     def _cached(self, key, build):
         body = self._cache.get(key)

@@ -3,7 +3,8 @@
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import codecs, discovery
-from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS, KindInfo
+from orchd.api.kinds import SUBRESOURCE_VERBS, KindInfo
+from orchd.registry.kinds.builtin import KINDS
 
 STABLE = [k for k in KINDS if k.stage == "stable"]
 

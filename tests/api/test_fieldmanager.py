@@ -11,14 +11,13 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
 from orchd.api.fieldmanager import (
-    LAST_APPLIED, FieldManager, apply_manager_required, default_manager, reset_fields,
-    validate_manager,
+    LAST_APPLIED, apply_manager_required, default_manager, reset_fields, validate_manager,
 )
 from orchd.api.fieldpath import (
     canonical, difference, element_order, intersection, parse_fields, path_string, paths, union,
     without,
 )
-from orchd.api.patchschema import patch_schema_for
+from tests.builtinkinds import KindFieldManagers
 
 T0 = 1714557600  # 2024-05-01T10:00:00Z
 
@@ -68,7 +67,7 @@ class Harness(SynchronousTestCase):
 
     def setUp(self):
         self.now = T0
-        self.manager = FieldManager(patch_schema_for, lambda: self.now)
+        self.manager = KindFieldManagers(lambda: self.now)
 
     def tick(self, seconds=1):
         self.now += seconds

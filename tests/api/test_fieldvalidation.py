@@ -11,9 +11,21 @@ from orchd.api.errors import StatusError
 from orchd.api.fieldvalidation import (
     duplicate_field_message, prune_unknown_fields, strict_error, unknown_field_message,
 )
+from orchd.api.kinds import KindInfo
 from orchd.api.strictdecode import duplicate_fields
+from orchd.registry.kinds.builtin import KINDS
+from tests.builtinkinds import kind_info
 
 RBAC = "rbac.authorization.orch.io"
+
+
+def prune(obj, group, version, kind):
+    """Prune as the server does an object of a built-in kind, or of its list kind."""
+    for info in KINDS:
+        if (info.group, info.version) == (group, version) and kind in (info.kind, info.list_kind):
+            return prune_unknown_fields(obj, info, listing=kind == info.list_kind)
+    return prune_unknown_fields(obj, KindInfo(group, version, kind.lower() + "s", kind, True,
+                                              schema=None))
 
 
 def cluster_role(**extra):
@@ -36,7 +48,7 @@ class PruneTests(SynchronousTestCase):
         """An object with only known fields is reported clean and left exactly as it was."""
         role = cluster_role()
         before = copy.deepcopy(role)
-        self.assertEqual(prune_unknown_fields(role, RBAC, "v1", "ClusterRole"), [])
+        self.assertEqual(prune(role, RBAC, "v1", "ClusterRole"), [])
         self.assertEqual(role, before)
         self.assertIs(role["rules"][0]["verbs"], role["rules"][0]["verbs"])
 
@@ -52,7 +64,7 @@ class PruneTests(SynchronousTestCase):
         expected = copy.deepcopy(cluster_role())
         expected["aggregationRule"]["clusterRoleSelectors"][0]["matchExpressions"] = [
             {"key": "k", "operator": "Exists"}]
-        found = prune_unknown_fields(role, RBAC, "v1", "ClusterRole")
+        found = prune(role, RBAC, "v1", "ClusterRole")
         self.assertEqual(found, [
             "metadata.ownerReferences[0].zone",
             "metadata.bogus",
@@ -69,7 +81,7 @@ class PruneTests(SynchronousTestCase):
                    "metadata": {"name": "b"},
                    "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "r", "x": 1},
                    "subjects": [{"kind": "User", "name": "alice", "uid": "7"}]}
-        self.assertEqual(prune_unknown_fields(binding, RBAC, "v1", "ClusterRoleBinding"),
+        self.assertEqual(prune(binding, RBAC, "v1", "ClusterRoleBinding"),
                          ["roleRef.x", "subjects[0].uid"])
         self.assertEqual(binding["subjects"], [{"kind": "User", "name": "alice"}])
 
@@ -77,14 +89,14 @@ class PruneTests(SynchronousTestCase):
         """Full core kinds: config maps, services, nodes."""
         config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
                       "data": {"a": "b", "spec": "x"}, "spec": {"foo": 1}}
-        self.assertEqual(prune_unknown_fields(config_map, "", "v1", "ConfigMap"), ["spec"])
+        self.assertEqual(prune(config_map, "", "v1", "ConfigMap"), ["spec"])
         self.assertEqual(config_map["data"], {"a": "b", "spec": "x"})
         service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
                    "spec": {"ports": [{"port": 80, "targetPort": "http", "foo": 1}],
                             "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5, "x": 1}},
                             "internalTrafficPolicy": "Local", "bar": 2},
                    "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "y": 1}]}}}
-        self.assertEqual(prune_unknown_fields(service, "", "v1", "Service"), [
+        self.assertEqual(prune(service, "", "v1", "Service"), [
             "spec.ports[0].foo", "spec.sessionAffinityConfig.clientIP.x", "spec.bar",
             "status.loadBalancer.ingress[0].y"])
         self.assertEqual(service["spec"]["ports"], [{"port": 80, "targetPort": "http"}])
@@ -96,7 +108,7 @@ class PruneTests(SynchronousTestCase):
                 "status": {"newThing": {"a": 1}, "capacity": {"cpu": "2"},
                            "nodeInfo": {"kubeletVersion": "v1", "newInfo": "x"},
                            "addresses": [{"type": "InternalIP", "address": "10.0.0.1", "z": 1}]}}
-        self.assertEqual(prune_unknown_fields(node, "", "v1", "Node"),
+        self.assertEqual(prune(node, "", "v1", "Node"),
                          ["spec.future", "status.addresses[0].z"])
         self.assertEqual(node["status"]["newThing"], {"a": 1})
         self.assertEqual(node["status"]["nodeInfo"]["newInfo"], "x")
@@ -107,7 +119,7 @@ class PruneTests(SynchronousTestCase):
                     "metadata": {"name": "r"}, "revision": 2,
                     "data": {"spec": {"anything": [{"goes": True}]}, "x": 1}}
         before = copy.deepcopy(revision)
-        self.assertEqual(prune_unknown_fields(revision, "apps", "v1", "ControllerRevision"), [])
+        self.assertEqual(prune(revision, "apps", "v1", "ControllerRevision"), [])
         self.assertEqual(revision, before)
 
     def test_loose_kinds(self):
@@ -115,7 +127,7 @@ class PruneTests(SynchronousTestCase):
         deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
                       "metadata": {"name": "d", "bogus": 1},
                       "spec": {"whatever": {"x": [1]}}, "status": {"y": 1}, "extra": True}
-        self.assertEqual(prune_unknown_fields(deployment, "apps", "v1", "Deployment"),
+        self.assertEqual(prune(deployment, "apps", "v1", "Deployment"),
                          ["metadata.bogus"])
         self.assertEqual(set(deployment), {"apiVersion", "kind", "metadata", "spec", "status",
                                            "extra"})
@@ -123,10 +135,10 @@ class PruneTests(SynchronousTestCase):
 
     def test_every_kind(self):
         """Every kind of the table can be pruned; type fields and metadata are always known."""
-        for info in schemas.KINDS:
+        for info in KINDS:
             obj = {"apiVersion": info.api_version, "kind": info.kind,
                    "metadata": {"name": "x", "labels": {"a": "b"}}}
-            self.assertEqual(prune_unknown_fields(obj, info.group, info.version, info.kind), [],
+            self.assertEqual(prune_unknown_fields(obj, info), [],
                              info)
 
     def test_reviews(self):
@@ -134,33 +146,33 @@ class PruneTests(SynchronousTestCase):
         review = {"apiVersion": "authorization.orch.io/v1", "kind": "SubjectAccessReview",
                   "spec": {"user": "u", "group": ["g"],
                            "resourceAttributes": {"verb": "get", "resource": "pods", "q": 1}}}
-        self.assertEqual(prune_unknown_fields(review, "authorization.orch.io", "v1",
+        self.assertEqual(prune(review, "authorization.orch.io", "v1",
                                               "SubjectAccessReview"),
                          ["spec.group", "spec.resourceAttributes.q"])
         review = {"spec": {"user": "u", "group": ["g"]}}
-        self.assertEqual(prune_unknown_fields(review, "authorization.orch.io", "v1beta1",
+        self.assertEqual(prune(review, "authorization.orch.io", "v1beta1",
                                               "SubjectAccessReview"), [])
 
     def test_lists(self):
         """List kinds check their items."""
         listing = {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"x": 1},
                    "items": [{"metadata": {"name": "a"}, "data": {}, "y": 2}]}
-        self.assertEqual(prune_unknown_fields(listing, "", "v1", "ConfigMapList"),
+        self.assertEqual(prune(listing, "", "v1", "ConfigMapList"),
                          ["metadata.x", "items[0].y"])
 
     def test_unknown_kind(self):
         """Kinds the table does not have, and values that are not objects, are left alone."""
         widget = {"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"a": 1}}
-        self.assertEqual(prune_unknown_fields(widget, "example.com", "v1", "Widget"), [])
+        self.assertEqual(prune(widget, "example.com", "v1", "Widget"), [])
         self.assertEqual(widget["spec"], {"a": 1})
-        self.assertEqual(prune_unknown_fields([1], "", "v1", "ConfigMap"), [])
+        self.assertEqual(prune([1], "", "v1", "ConfigMap"), [])
 
     def test_wrong_types_ignored(self):
         """A value of the wrong type is for validation to report, not pruning."""
         role = cluster_role(rules={"a": 1}, metadata=["x"])
-        self.assertEqual(prune_unknown_fields(role, RBAC, "v1", "ClusterRole"), [])
+        self.assertEqual(prune(role, RBAC, "v1", "ClusterRole"), [])
         role = cluster_role(rules=[["nested"], "x", None])
-        self.assertEqual(prune_unknown_fields(role, RBAC, "v1", "ClusterRole"), [])
+        self.assertEqual(prune(role, RBAC, "v1", "ClusterRole"), [])
 
     def test_map_of_objects(self):
         """Keys of a map of objects join the path like fields."""
@@ -183,11 +195,12 @@ class PruneTests(SynchronousTestCase):
                                    "labels": {"app": "web"}, "annotations": {"a": "x" * 300}},
                       "data": {f"key{i}": "v" * 40 for i in range(32)}}
         self.assertGreater(len(orjson.dumps(config_map)), 2000)
-        prune_unknown_fields(config_map, "", "v1", "ConfigMap")
+        info = kind_info("", "ConfigMap")
+        prune_unknown_fields(config_map, info)
         rounds = 2000
         start = time.perf_counter()
         for _ in range(rounds):
-            prune_unknown_fields(config_map, "", "v1", "ConfigMap")
+            prune_unknown_fields(config_map, info)
         # Generous for slow machines; typically a few microseconds.
         self.assertLess((time.perf_counter() - start) / rounds, 50e-6)
 

@@ -6,8 +6,9 @@ import time
 from twisted.internet import utils
 from twisted.trial.unittest import SkipTest, SynchronousTestCase, TestCase
 
-from orchd.api import openapi, patchschema, schemas
-from orchd.api.kinds import KINDS, SUBRESOURCE_VERBS
+from orchd.api import openapi, schemas
+from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.registry.kinds.builtin import KINDS
 
 try:
     from openapi_spec_validator import validate as validate_spec
@@ -304,7 +305,7 @@ class PathTests(SynchronousTestCase):
                        if m == "patch" and o["x-kubernetes-group-version-kind"] == gvk(info)
                        and not o["operationId"].endswith("Status")
                        and not o["operationId"].endswith("Approval")]
-            expected = every if schemas.kind_schema(info).complete else every - {
+            expected = every if info.schema.complete else every - {
                 "application/strategic-merge-patch+json"}
             self.assertEqual(set(patch["requestBody"]["content"]), expected, info)
         role = find("rbac.authorization.orch.io", "roles")
@@ -447,8 +448,8 @@ class PatchExtensionTests(SynchronousTestCase):
                 "components"]["schemas"]
             [kind] = schema_for(components, gvk(info))
             found = document_extensions(kind, components)
-            expected = table_extensions(patchschema.patch_schema_for(info.group, info.kind))
-            if schemas.kind_schema(info).complete:
+            expected = table_extensions(info.patch_schema)
+            if info.schema.complete:
                 self.assertEqual(found, expected, info)
             else:
                 self.assertLessEqual(found.items(), expected.items(), info)

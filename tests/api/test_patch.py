@@ -12,9 +12,9 @@ from twisted.trial.unittest import SynchronousTestCase
 from orchd.api.errors import StatusError
 from orchd.api.patch import (
     MAX_JSON_PATCH_OPERATIONS, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch,
-    patch_schema_for,
 )
 from orchd.api.patchschema import merge_list
+from tests.builtinkinds import patch_schema_for
 
 
 def pod():

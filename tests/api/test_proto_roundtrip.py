@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SkipTest, SynchronousTestCase
 
-from orchd.api.kinds import KINDS
+from orchd.registry.kinds.builtin import KINDS
 from orchd.api.proto import specials
 from orchd.api.proto.convert import BYTES, MESSAGE, SPECIAL, Converter
 from orchd.api.proto.envelope import codec

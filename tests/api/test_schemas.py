@@ -7,7 +7,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from orchd.api import (
     patchschema, schemadefs_base, schemadefs_core, schemadefs_groups, schemadefs_meta, schemas,
 )
-from orchd.api.kinds import KINDS
+from orchd.registry.kinds.builtin import KINDS
 
 FULL = {
     ("rbac.authorization.orch.io", "v1", "ClusterRole"),
@@ -35,25 +35,43 @@ FULL = {
 }
 
 
+def schema_for(group, version, kind):
+    """The definition of a kind (or list kind) of the table, or None."""
+    for info in KINDS:
+        if (info.group, info.version) == (group, version) and kind in (info.kind, info.list_kind):
+            return schemas.kind_definitions(info)[kind == info.list_kind]
+    return None
+
+
+def all_definitions():
+    """Every named definition, and those of every kind of the table and its list."""
+    found = dict(schemas.named_definitions())
+    for info in KINDS:
+        kind, listing = schemas.kind_definitions(info)
+        found[schemas.definition_name(info)] = kind
+        found[schemas.definition_name(info, info.list_kind)] = listing
+    return found
+
+
 def resolve(schema):
     """The definition a property refers to (through list items), or the property itself."""
     if schema.get("type") == "array":
         schema = schema["items"]
     if "$ref" in schema:
-        return schemas.all_definitions()[schema["$ref"]]
+        return all_definitions()[schema["$ref"]]
     return schema
 
 
 def at(group, version, kind, path):
     """The schema at a dotted field path of a kind."""
-    schema = schemas.schema_for(group, version, kind)
+    schema = schema_for(group, version, kind)
     for name in path.split("."):
         schema = resolve(schema)["properties"][name]
     return schema
 
 
 def fields(group, version, kind, path=None):
-    schema = schemas.schema_for(group, version, kind)
+    schema = schema_for(group, version, kind)
     if path:
         schema = at(group, version, kind, path)
     return set(resolve(schema)["properties"])
@@ -63,23 +81,22 @@ class CoverageTests(SynchronousTestCase):
     def test_every_kind_has_a_schema(self):
         """Every kind of the table, and its list, has a schema with its GVK."""
         for info in KINDS:
-            schema = schemas.schema_for(info.group, info.version, info.kind)
+            schema = schema_for(info.group, info.version, info.kind)
             self.assertIsNotNone(schema, info)
             self.assertEqual(schema[schemas.GVK_EXTENSION],
                              [{"group": info.group, "version": info.version, "kind": info.kind}])
             self.assertTrue({"apiVersion", "kind", "metadata"} <= set(schema["properties"]))
-            listing = schemas.schema_for(info.group, info.version, info.list_kind)
+            listing = schema_for(info.group, info.version, info.list_kind)
             self.assertEqual(listing["required"], ["items"])
-        self.assertIsNone(schemas.schema_for("example.com", "v1", "Widget"))
+        self.assertIsNone(schema_for("example.com", "v1", "Widget"))
 
     def test_full_kinds(self):
         """The full kinds are those the module docstring names; the others are loose."""
-        self.assertEqual(set(schemas.KIND_SCHEMAS), FULL)
+        self.assertEqual({(k.group, k.version, k.kind) for k in KINDS if k.schema.complete}, FULL)
         for info in KINDS:
             key = (info.group, info.version, info.kind)
-            schema = schemas.schema_for(*key)
-            self.assertEqual(schemas.is_complete(*key), key in FULL)
-            self.assertEqual(schemas.kind_schema(info).complete, key in FULL)
+            schema = schema_for(*key)
+            self.assertEqual(info.schema.complete, key in FULL)
             if key in FULL:
                 self.assertNotIn(schemas.PRESERVE, schema, key)
                 self.assertTrue(schema.get("description"), key)
@@ -91,7 +108,7 @@ class CoverageTests(SynchronousTestCase):
 
     def test_references_resolve(self):
         """Every reference names a definition."""
-        available = schemas.all_definitions()
+        available = all_definitions()
         for name, definition in available.items():
             for target in schemas.references(definition):
                 self.assertIn(target, available, name)
@@ -106,7 +123,7 @@ class CoverageTests(SynchronousTestCase):
                     seen.add(id(target))
                     check(target, f"{where}.{name}", seen)
         for key in FULL:
-            check(schemas.schema_for(*key), key[2], set())
+            check(schema_for(*key), key[2], set())
 
     def test_modules_small(self):
         """Each description module stays reviewable."""
@@ -136,7 +153,7 @@ class FactTests(SynchronousTestCase):
         self.assertEqual((selectors["items"]["$ref"], selectors["x-kubernetes-list-type"]),
                          (schemas.LABEL_SELECTOR, "atomic"))
         for kind in ("ClusterRoleBinding", "RoleBinding"):
-            binding = schemas.schema_for(rbac, "v1", kind)
+            binding = schema_for(rbac, "v1", kind)
             self.assertEqual(binding["required"], ["roleRef"])
             self.assertEqual(at(rbac, "v1", kind, "subjects")["x-kubernetes-list-type"], "atomic")
             role_ref = resolve(at(rbac, "v1", kind, "roleRef"))
@@ -147,7 +164,7 @@ class FactTests(SynchronousTestCase):
             self.assertEqual(subject["required"], ["kind", "name"])
 
     def test_controller_revision(self):
-        revision = schemas.schema_for("apps", "v1", "ControllerRevision")
+        revision = schema_for("apps", "v1", "ControllerRevision")
         self.assertEqual(revision["required"], ["revision"])
         self.assertEqual((revision["properties"]["revision"]["type"],
                           revision["properties"]["revision"]["format"]), ("integer", "int64"))
@@ -211,9 +228,9 @@ class FactTests(SynchronousTestCase):
         self.assertEqual(fields("", "v1", "Namespace", "spec"), {"finalizers"})
         self.assertEqual(at("", "v1", "Secret", "data")["additionalProperties"],
                          {"type": "string", "format": "byte"})
-        event = schemas.schema_for("", "v1", "Event")
+        event = schema_for("", "v1", "Event")
         self.assertEqual(event["required"], ["metadata", "involvedObject"])
-        self.assertEqual(schemas.schema_for("events.orch.io", "v1", "Event")["required"],
+        self.assertEqual(schema_for("events.orch.io", "v1", "Event")["required"],
                          ["eventTime"])
 
     def test_reviews(self):
@@ -230,16 +247,16 @@ class FactTests(SynchronousTestCase):
                          {"apiVersion", "kind", "metadata", "status"})
 
     def test_meta(self):
-        meta = schemas.all_definitions()[schemas.OBJECT_META]["properties"]
+        meta = all_definitions()[schemas.OBJECT_META]["properties"]
         self.assertEqual(meta["creationTimestamp"]["$ref"], schemas.TIME)
         self.assertEqual(meta["finalizers"]["x-kubernetes-list-type"], "set")
         self.assertEqual(meta["ownerReferences"]["x-kubernetes-list-map-keys"], ["uid"])
         for name in (schemas.TIME, schemas.MICRO_TIME):
-            definition = schemas.all_definitions()[name]
+            definition = all_definitions()[name]
             self.assertEqual((definition["type"], definition["format"]), ("string", "date-time"))
-        self.assertIs(schemas.all_definitions()[schemas.INT_OR_STRING]
+        self.assertIs(all_definitions()[schemas.INT_OR_STRING]
                       ["x-kubernetes-int-or-string"], True)
-        selector = schemas.all_definitions()[schemas.LABEL_SELECTOR]
+        selector = all_definitions()[schemas.LABEL_SELECTOR]
         self.assertEqual(set(selector["properties"]), {"matchLabels", "matchExpressions"})
 
 
@@ -251,7 +268,7 @@ class PatchTableTests(SynchronousTestCase):
                 self.assertNotIn(schemas.PATCH_MERGE_KEY, str(definition))
         ports = at("", "v1", "Service", "spec.ports")
         self.assertEqual((ports[schemas.PATCH_STRATEGY], ports[schemas.PATCH_MERGE_KEY]),
-                         ("merge", patchschema.SCHEMAS[("", "Service")]["spec"].fields["ports"].key))
+                         ("merge", patchschema.SERVICE["spec"].fields["ports"].key))
 
     def test_unknown_field_in_table(self):
         """A table naming a field a full schema lacks is an error, not a silent gap."""
@@ -274,6 +291,6 @@ class PatchTableTests(SynchronousTestCase):
 
     def test_static_tables_untouched(self):
         """Deriving the extensions does not change the module tables."""
-        schemas.all_definitions()
+        all_definitions()
         ports = schemadefs_core.DEFINITIONS["io.orch.api.core.v1.ServiceSpec"]["properties"]["ports"]
         self.assertNotIn(schemas.PATCH_STRATEGY, ports)

@@ -2,8 +2,9 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.api.kinds import KINDS, KindInfo
+from orchd.api.kinds import KindInfo
 from orchd.api.versions import enabled_kinds, parse_runtime_config
+from orchd.registry.kinds.builtin import KINDS
 
 
 def served(text, kinds=KINDS):

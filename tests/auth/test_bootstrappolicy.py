@@ -6,7 +6,7 @@ from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import StatusError
-from orchd.api.kinds import AUTHENTICATION, AUTHORIZATION, KINDS, RBAC
+from orchd.api.kinds import AUTHENTICATION, AUTHORIZATION, RBAC
 from orchd.app.bootstrappolicy import BootstrapPolicyError, reconcile_bootstrap_policy
 from orchd.auth.bootstrappolicy import (
     AUTOUPDATE_ANNOTATION,
@@ -32,6 +32,7 @@ from orchd.auth.bootstrappolicy.objects import (
 from orchd.auth.rbac.noderules import NODE_RULES
 from orchd.auth.rbac.rules import rule
 from orchd.auth.user import ANONYMOUS, AUTHENTICATED, MASTERS, UNAUTHENTICATED
+from orchd.registry.kinds.builtin import KINDS
 from tests.support import APIHarness
 
 KIND_OF = {"clusterroles": "ClusterRole", "clusterrolebindings": "ClusterRoleBinding",

@@ -10,14 +10,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.api.fieldmanager import FieldManager
 from orchd.api.fieldpath import (
     difference, intersection, parse_fields, path_string, paths, union,
 )
 from orchd.api.managedfields import _read_request
-from orchd.api.patch import (
-    apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, patch_schema_for,
-)
+from orchd.api.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from tests.builtinkinds import KindFieldManagers, patch_schema_for
 from tests.fuzz.support import as_decoded, bounded, fuzz, json_objects, json_values, scalars
 
 T0 = 1714557600
@@ -252,7 +250,7 @@ def _with_managed(obj, managed):
 
 class FieldManagerTests(SynchronousTestCase):
     def setUp(self):
-        self.manager = FieldManager(patch_schema_for, lambda: T0)
+        self.manager = KindFieldManagers(lambda: T0)
 
     def check_entries(self, obj):
         """What the manager writes, it reads back as a client's managedFields."""

@@ -4,8 +4,7 @@ import orjson
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from orchd.api.kinds import KINDS
-from orchd.registry.kinds import strategy_for
+from orchd.registry.kinds.builtin import DEFINITIONS
 from orchd.registry.strategy import IStrategy
 from tests.support import APIHarness
 
@@ -82,9 +81,10 @@ class RBACTestCase(SynchronousTestCase):
 class StrategyTests(SynchronousTestCase):
     def test_strategies_provide_the_interface(self):
         """Each of the four kinds has a strategy of its own that creates on PUT."""
-        for info in KINDS:
+        for definition in DEFINITIONS:
+            info = definition.info
             if info.group == RBAC:
-                strategy = strategy_for(info)
+                strategy = definition.new_strategy(None)
                 verifyObject(IStrategy, strategy)
                 self.assertEqual(type(strategy).__name__, info.kind + "Strategy")
                 self.assertTrue(strategy.allow_create_on_update)

@@ -7,7 +7,7 @@ JSON, protobuf (decoded with our definitions and with protoc's) and Tables.
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from orchd.api.kinds import KINDS
+from orchd.registry.kinds.builtin import KINDS
 from orchd.server.negotiation import Format
 from orchd.server.watchframes import (
     INITIAL_EVENTS_END, JSONFrames, ProtobufFrames, TableFrames, error_status,

@@ -1,24 +1,11 @@
 # -*- test-case-name: tests.api.test_tables -*-
 """
 The server-side printers of the built-in kinds: the columns C{kubectl get}
-shows, one L{Printer} per C{(group, kind)}, grouped by API group.
+shows, one L{Printer<orchd.api.printers.base.Printer>} per kind, grouped by
+API group. A kind's printer is the C{printer} of its
+L{orchd.api.kinds.KindInfo}, named in its row of
+L{orchd.registry.kinds.builtin}.
 
-Kinds without an entry get the default table (Name, Created At), as kinds
+Kinds without one get the default table (Name, Created At), as kinds
 without a printer do upstream. L{orchd.api.tables} builds the Tables.
 """
-
-from orchd.api.printers import cluster, core, events, networking, storage, workloads
-
-
-def _merge(*modules):
-    merged = {}
-    for module in modules:
-        for key, printer in module.PRINTERS.items():
-            if key in merged:
-                raise ValueError(f"two printers for {key}")
-            merged[key] = printer
-    return merged
-
-
-#: C{(group, kind)} to its L{Printer}.
-PRINTERS = _merge(core, events, workloads, networking, storage, cluster)

@@ -10,9 +10,6 @@ upstream (C{kubectl get clusterroles} shows NAME and CREATED AT), so they
 get the default table.
 """
 
-from orchd.api.kinds import (
-    ADMISSION, APIREGISTRATION, CERTIFICATES, COORDINATION, FLOWCONTROL, NODE, RBAC, SCHEDULING,
-)
 from orchd.api.printers.base import (
     BOOLEAN, INTEGER, STRING, Column, Printer, age_column, as_dict, as_list, condition, count,
     field, human_duration, name_column,
@@ -227,17 +224,5 @@ API_SERVICE = Printer(
     age_column(),
 )
 
-PRINTERS = {
-    (RBAC, "RoleBinding"): ROLE_BINDING,
-    (RBAC, "ClusterRoleBinding"): CLUSTER_ROLE_BINDING,
-    (COORDINATION, "Lease"): LEASE,
-    (COORDINATION, "LeaseCandidate"): LEASE_CANDIDATE,
-    (CERTIFICATES, "CertificateSigningRequest"): CERTIFICATE_SIGNING_REQUEST,
-    (SCHEDULING, "PriorityClass"): PRIORITY_CLASS,
-    (NODE, "RuntimeClass"): RUNTIME_CLASS,
-    (FLOWCONTROL, "FlowSchema"): FLOW_SCHEMA,
-    (FLOWCONTROL, "PriorityLevelConfiguration"): PRIORITY_LEVEL_CONFIGURATION,
-    (ADMISSION, "MutatingWebhookConfiguration"): _webhook_printer(),
-    (ADMISSION, "ValidatingWebhookConfiguration"): _webhook_printer(),
-    (APIREGISTRATION, "APIService"): API_SERVICE,
-}
+MUTATING_WEBHOOK_CONFIGURATION = _webhook_printer()
+VALIDATING_WEBHOOK_CONFIGURATION = _webhook_printer()

@@ -7,7 +7,6 @@ Binding and LimitRange have no printer upstream and get the default table;
 PersistentVolume and PersistentVolumeClaim are in L{orchd.api.printers.storage}.
 """
 
-from orchd.api.kinds import CORE
 from orchd.api.printers.base import (
     INTEGER, STRING, Column, Printer, age_column, as_dict, as_list, condition,
     container_columns, count, field, format_labels, human_duration, join_host_port,
@@ -428,18 +427,3 @@ COMPONENT_STATUS = Printer(
     Column("Error", STRING, "Error of the component conditions",
            lambda row: row.memo(_component_condition)[2]),
 )
-
-PRINTERS = {
-    (CORE, "Pod"): POD,
-    (CORE, "PodTemplate"): POD_TEMPLATE,
-    (CORE, "ReplicationController"): REPLICATION_CONTROLLER,
-    (CORE, "Service"): SERVICE,
-    (CORE, "Endpoints"): ENDPOINTS,
-    (CORE, "Node"): NODE,
-    (CORE, "Namespace"): NAMESPACE,
-    (CORE, "Secret"): SECRET,
-    (CORE, "ConfigMap"): CONFIG_MAP,
-    (CORE, "ServiceAccount"): SERVICE_ACCOUNT,
-    (CORE, "ResourceQuota"): RESOURCE_QUOTA,
-    (CORE, "ComponentStatus"): COMPONENT_STATUS,
-}

@@ -9,7 +9,6 @@ series counters), so each group reads its own names into one L{EventView}
 and the columns print that.
 """
 
-from orchd.api.kinds import CORE, EVENTS
 from orchd.api.printers.base import STRING, Column, Printer, as_dict, name_column, parse_time
 
 
@@ -93,8 +92,5 @@ def event_printer(names):
         name_column(priority=1),
     )
 
-
-PRINTERS = {
-    (CORE, "Event"): event_printer(CORE_NAMES),
-    (EVENTS, "Event"): event_printer(EVENTS_NAMES),
-}
+CORE_EVENT = event_printer(CORE_NAMES)
+EVENTS_EVENT = event_printer(EVENTS_NAMES)

@@ -4,7 +4,6 @@ Printers of C{networking.orch.io} and C{discovery.orch.io}, after
 upstream's C{printers.go}.
 """
 
-from orchd.api.kinds import DISCOVERY, NETWORKING
 from orchd.api.printers.base import (
     STRING, Column, Printer, age_column, as_dict, as_list, field, format_label_selector,
     list_with_more, load_balancer_ingress, name_column,
@@ -99,10 +98,3 @@ ENDPOINT_SLICE = Printer(
     Column("Endpoints", STRING, "The addresses of the endpoints.", _slice_endpoints),
     age_column(),
 )
-
-PRINTERS = {
-    (NETWORKING, "Ingress"): INGRESS,
-    (NETWORKING, "IngressClass"): INGRESS_CLASS,
-    (NETWORKING, "NetworkPolicy"): NETWORK_POLICY,
-    (DISCOVERY, "EndpointSlice"): ENDPOINT_SLICE,
-}

@@ -4,7 +4,6 @@ Printers of storage: C{storage.orch.io}, and the core group's persistent
 volumes and claims, after upstream's C{printers.go}.
 """
 
-from orchd.api.kinds import CORE, STORAGE
 from orchd.api.printers.base import (
     BOOLEAN, INTEGER, NAME_DESCRIPTION, STRING, Column, Printer, age_column, as_dict, as_list,
     field, name_column,
@@ -170,13 +169,3 @@ PERSISTENT_VOLUME_CLAIM = Printer(
     Column("VolumeMode", STRING, "Whether the claim wants a filesystem or a raw block device.",
            _VOLUME_MODE, priority=1),
 )
-
-PRINTERS = {
-    (STORAGE, "StorageClass"): STORAGE_CLASS,
-    (STORAGE, "CSIDriver"): CSI_DRIVER,
-    (STORAGE, "CSINode"): CSI_NODE,
-    (STORAGE, "CSIStorageCapacity"): CSI_STORAGE_CAPACITY,
-    (STORAGE, "VolumeAttachment"): VOLUME_ATTACHMENT,
-    (CORE, "PersistentVolume"): PERSISTENT_VOLUME,
-    (CORE, "PersistentVolumeClaim"): PERSISTENT_VOLUME_CLAIM,
-}

@@ -5,7 +5,6 @@ C{policy}, after upstream's C{printers.go}.
 """
 
 from orchd.api.errors import StatusError
-from orchd.api.kinds import APPS, AUTOSCALING, BATCH, POLICY
 from orchd.api.printers.base import (
     BOOLEAN, INTEGER, STRING, Column, Printer, age_column, as_dict, as_list, bool_text,
     container_columns, format_label_selector, format_labels, human_duration, int_or_string,
@@ -275,15 +274,3 @@ POD_DISRUPTION_BUDGET = Printer(
            lambda row: row.get("status", "disruptionsAllowed", default=0)),
     age_column(),
 )
-
-PRINTERS = {
-    (APPS, "Deployment"): DEPLOYMENT,
-    (APPS, "ReplicaSet"): REPLICA_SET,
-    (APPS, "DaemonSet"): DAEMON_SET,
-    (APPS, "StatefulSet"): STATEFUL_SET,
-    (APPS, "ControllerRevision"): CONTROLLER_REVISION,
-    (BATCH, "Job"): JOB,
-    (BATCH, "CronJob"): CRON_JOB,
-    (AUTOSCALING, "HorizontalPodAutoscaler"): HORIZONTAL_POD_AUTOSCALER,
-    (POLICY, "PodDisruptionBudget"): POD_DISRUPTION_BUDGET,
-}

@@ -25,8 +25,6 @@ _APPROVAL_TYPES = ("Approved", "Denied")
 
 @implementer(IStrategy)
 class CertificateSigningRequestStrategy(DefaultStrategy):
-    selectable_fields = ("spec.signerName",)
-
     def prepare_for_create(self, ctx, obj):
         spec = obj.setdefault("spec", {}) if isinstance(obj.get("spec"), dict) else {}
         obj["spec"] = spec

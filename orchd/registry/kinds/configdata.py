@@ -99,8 +99,6 @@ class ConfigMapStrategy(DefaultStrategy):
 
 @implementer(IStrategy)
 class SecretStrategy(DefaultStrategy):
-    selectable_fields = ("type",)
-
     def prepare_for_create(self, ctx, obj):
         _fold_string_data(obj)
         obj.setdefault("type", OPAQUE)

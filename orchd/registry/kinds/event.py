@@ -16,6 +16,13 @@ from orchd.registry.strategy import DefaultStrategy, IStrategy
 
 _OBJECT_FIELDS = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 
+#: The selectable fields of core/v1 Events (their strategy computes C{source}).
+EVENT_FIELDS = tuple(f"involvedObject.{f}" for f in _OBJECT_FIELDS) + (
+    "reason", "reportingComponent", "source", "type")
+#: The selectable fields of events.orch.io/v1 Events.
+EVENTS_V1_FIELDS = tuple(f"regarding.{f}" for f in _OBJECT_FIELDS) + (
+    "reason", "reportingController", "source", "type")
+
 
 def _text(value):
     if value is None:
@@ -33,8 +40,7 @@ def _component(source):
 class EventStrategy(DefaultStrategy):
     """core/v1 Event."""
 
-    selectable_fields = tuple(f"involvedObject.{f}" for f in _OBJECT_FIELDS) + (
-        "reason", "reportingComponent", "source", "type")
+    selectable_fields = EVENT_FIELDS
 
     def field_values(self, obj):
         values = super().field_values(obj)
@@ -47,8 +53,7 @@ class EventStrategy(DefaultStrategy):
 class EventsV1EventStrategy(DefaultStrategy):
     """events.orch.io/v1 Event: C{involvedObject} is C{regarding}, C{source} is deprecated."""
 
-    selectable_fields = tuple(f"regarding.{f}" for f in _OBJECT_FIELDS) + (
-        "reason", "reportingController", "source", "type")
+    selectable_fields = EVENTS_V1_FIELDS
 
     def field_values(self, obj):
         values = super().field_values(obj)

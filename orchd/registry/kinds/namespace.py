@@ -19,8 +19,6 @@ FINALIZER = "orch"
 
 @implementer(IStrategy)
 class NamespaceStrategy(DefaultStrategy):
-    selectable_fields = ("status.phase",)
-
     def prepare_for_create(self, ctx, obj):
         obj["status"] = {"phase": "Active"}
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}

@@ -28,6 +28,11 @@ from orchd.registry.strategy import DefaultStrategy, IStrategy
 
 DELETION_COST = "controller.orch.io/pod-deletion-cost"
 COMPLETION_INDEX = "batch.orch.io/job-completion-index"
+
+#: The field selectors of pods beyond metadata.name and metadata.namespace, as upstream's.
+POD_FIELDS = ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+              "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
+              "status.nominatedNodeName")
 _INT32_MAX = 2 ** 31 - 1
 #: Upstream's C{validFirstDigit} and C{ParseInt}: optional C{-}, no C{+}, no leading zeros.
 _CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)$")

@@ -90,6 +90,11 @@ class ServiceStrategy(DefaultStrategy):
     def __init__(self, allocators):
         self.allocators = allocators
 
+    @classmethod
+    def for_catalog(cls, catalog):
+        """The strategy of the catalog's Services: its cluster IPs and node ports."""
+        return cls(catalog.allocators)
+
     def prepare_for_create(self, ctx, obj):
         if isinstance(obj.get("spec"), dict) or "spec" not in obj:
             set_defaults(obj.setdefault("spec", {}), self.allocators.family)

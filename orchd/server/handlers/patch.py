@@ -10,7 +10,6 @@ from orchd.api.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
-    patch_schema_for,
 )
 
 JSON_PATCH = "application/json-patch+json"
@@ -26,7 +25,7 @@ def _patcher(scope, media, document):
         return lambda current: apply_json_patch(current, document)
     if media == MERGE_PATCH:
         return lambda current: apply_merge_patch(current, document)
-    schema = patch_schema_for(scope.kind.group, scope.kind.kind)
+    schema = scope.kind.patch_schema
     return lambda current: apply_strategic_merge_patch(current, document, schema)
 
 

@@ -145,7 +145,7 @@ class RequestScope:
         if errors:
             name = (obj.get("metadata") or {}).get("name") or self.info.name
             raise StatusError.invalid(kind.kind, kind.group, str(name), errors)
-        unknown = prune_unknown_fields(obj, kind.group, kind.version, kind.kind)
+        unknown = prune_unknown_fields(obj, kind)
         messages = list(messages) + [unknown_field_message(path) for path in unknown]
         if not messages or self.field_validation == "Ignore":
             return
