@@ -119,7 +119,8 @@ class NodeProxy:
         if not port or port == str(own_port):
             return Location("https", address, own_port, path, options.query, options.method,
                             identity=ORCHLET_CLIENT)
-        if not port.isdigit() or not 0 < int(port) < 65536:
+        # ASCII digits only: str.isdigit also takes other scripts' digits.
+        if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise StatusError.bad_request(f"invalid node request {name!r}")
         return Location(scheme or "http", address, int(port), path, options.query,
                         options.method)

@@ -134,7 +134,11 @@ async def forward(agent, request, location):
         reply's code; nothing has been written then.
     """
     method = location.method.encode("ascii")
-    url = location.url.encode("ascii")
+    try:
+        url = location.url.encode("ascii")
+    except UnicodeEncodeError:
+        # Only the host can be other than ASCII: an address a node reported.
+        raise unreachable(ValueError(f"invalid host {location.host!r}")) from None
     body = None
     if method in (b"POST", b"PUT", b"PATCH"):
         request.content.seek(0)

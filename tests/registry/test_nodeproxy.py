@@ -77,3 +77,9 @@ class NodeProxyTests(SynchronousTestCase):
         self.assertEqual((self.locate("n1:8080").url, self.locate("n1:8080").identity),
                          ("http://10.0.0.1:8080/", None))
         self.assertEqual(self.locate("https:n1:8443").url, "https://10.0.0.1:8443/")
+
+    def test_port_not_ascii_digits(self):
+        """A port spelled in other digits than ASCII's is a 400, not a 500."""
+        for name in ("n1:\u0661\u0662", "n1:\uff18\uff10", "n1:0", "n1:65536", "n1:x"):
+            error = self.assertRaises(StatusError, self.locate, name)
+            self.assertEqual((error.code, error.message), (400, f"invalid node request {name!r}"))

@@ -130,6 +130,19 @@ class ProxyTests(SynchronousTestCase):
         code, body, _ = self.api.call("GET", "/api/v1/nodes/a:b:c:d/proxy/x")
         self.assertEqual((code, body["reason"]), (400, "BadRequest"))
 
+    def test_port_in_other_digits(self):
+        """A port in digits other than ASCII's (here Arabic-Indic 12) is a 400, not a 500."""
+        code, body, _ = self.api.call("GET", "/api/v1/nodes/n1:%D9%A1%D9%A2/proxy/x")
+        self.assertEqual((code, body["reason"]), (400, "BadRequest"))
+        self.assertEqual(self.agent.urls + self.plain.urls, [])
+
+    def test_address_not_ascii(self):
+        """A node address that is no host name is unreachable (503), not a 500."""
+        add_node(self.api, node("n2", addresses=[{"type": "InternalIP", "address": "n\u00e9"}]))
+        code, body, _ = self.api.call("GET", "/api/v1/nodes/n2/proxy/healthz")
+        self.assertEqual((code, body["reason"]), (503, "ServiceUnavailable"))
+        self.assertEqual(body["message"], "error trying to reach service: invalid host 'n\u00e9'")
+
     def test_not_served_without_forwarder(self):
         """A server built without a stream forwarder does not serve nodes/proxy."""
         api = APIHarness(connectors=node_proxy_connector())
