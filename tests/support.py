@@ -19,6 +19,8 @@ from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
+from orchd.registry.nodeproxy import node_proxy_connector
+from orchd.registry.podlog import pod_log_connector
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -53,13 +55,16 @@ class APIHarness:
 
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
-                 service_account_key=None, connectors=None, service_cluster_ip_range=None):
+                 service_account_key=None, connectors=None, service_cluster_ip_range=None,
+                 streams=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
             C{self.tokens}), with issuer and audience L{SA_ISSUER}.
-        @param connectors: more Catalog C{connectors} (e.g. C{nodes/proxy}).
+        @param connectors: more Catalog C{connectors}.
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
+        @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
+            C{nodes/proxy} and C{pods/log} with; not served if None.
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -77,6 +82,9 @@ class APIHarness:
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
         self.issuer = None
         connectors = dict(connectors or {})
+        if streams is not None:
+            connectors.update(node_proxy_connector())
+            connectors.update(pod_log_connector())
         if service_account_key is not None:
             self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
@@ -94,7 +102,7 @@ class APIHarness:
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog),
-            settings=ServerSettings(features=FeatureGates.parse(feature_gates)))
+            settings=ServerSettings(features=FeatureGates.parse(feature_gates)), streams=streams)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

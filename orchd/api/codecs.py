@@ -1,12 +1,14 @@
 # -*- test-case-name: tests.api.test_codecs -*-
 """
-Bodies in and out: JSON and YAML, chosen by Content-Type and Accept.
+Bodies in and out: JSON, YAML and protobuf, by media type.
+
+Which media type an answer takes is the HTTP layer's choice, read from the
+request's Accept header (L{orchd.server.negotiation}); this module only
+encodes and decodes.
 
 JSON goes through orjson, the fastest encoder at hand, because every
 request encodes or decodes at least one object.
 """
-
-import re
 
 import orjson
 import yaml
@@ -128,116 +130,6 @@ def must_be_object(obj):
     if not isinstance(obj, dict):
         raise StatusError.bad_request("the body of the request must be an object")
     return obj
-
-
-class MediaRange:
-    """One entry of an Accept header: type, subtype, parameters, quality."""
-
-    __slots__ = ("type", "subtype", "params", "quality", "order")
-
-    def __init__(self, type, subtype, params, quality, order):
-        self.type = type
-        self.subtype = subtype
-        self.params = params
-        self.quality = quality
-        self.order = order
-
-    @property
-    def full(self):
-        return f"{self.type}/{self.subtype}"
-
-
-def _split_outside_quotes(text, separator):
-    """Split C{text} at C{separator}, except inside quoted strings."""
-    if '"' not in text:
-        return text.split(separator)
-    parts, current, quoted, escaped = [], [], False, False
-    for char in text:
-        if escaped:
-            escaped = False
-        elif quoted and char == "\\":
-            escaped = True
-        elif char == '"':
-            quoted = not quoted
-        elif char == separator and not quoted:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-def _unquote(value):
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
-    return value
-
-
-def parse_accept(header):
-    """
-    The media ranges of an Accept header, best first (by q, then position).
-
-    Parameter names are lower-cased and quoted values unquoted; an
-    unreadable q counts as 0; malformed entries are skipped rather than
-    failing the request.
-    """
-    if isinstance(header, bytes):
-        header = header.decode("latin-1")
-    ranges = []
-    for order, item in enumerate(_split_outside_quotes(header or "", ",")):
-        pieces = _split_outside_quotes(item, ";")
-        kind = pieces[0].strip().lower()
-        if "/" not in kind:
-            continue
-        type_, subtype = kind.split("/", 1)
-        params = {}
-        quality = 1.0
-        for piece in pieces[1:]:
-            key, sep, value = piece.partition("=")
-            key = key.strip().lower()
-            value = _unquote(value.strip())
-            if not sep or not key:
-                continue
-            if key == "q":
-                try:
-                    quality = float(value)
-                except ValueError:
-                    quality = 0.0
-            else:
-                params[key] = value
-        ranges.append(MediaRange(type_, subtype, params, quality, order))
-    ranges.sort(key=lambda r: (-r.quality, r.order))
-    return ranges
-
-
-# Parameters of a media range this server ignores rather than refusing on.
-_HARMLESS_PARAMS = frozenset(("charset", "pretty", "stream"))
-
-
-def negotiate(accept, offers=(JSON, YAML)):
-    """
-    Pick the response media type for an Accept header among C{offers}.
-
-    Ranges with parameters the server does not serve (e.g. C{as=Table}
-    before tables exist) are passed over, so clients fall back to plain JSON.
-
-    @raise StatusError: 406 when nothing acceptable is on offer.
-    """
-    if not accept:
-        return offers[0]
-    for candidate in parse_accept(accept):
-        if candidate.quality <= 0 or set(candidate.params) - _HARMLESS_PARAMS:
-            continue
-        if candidate.type == "*" and candidate.subtype == "*":
-            return offers[0]
-        for offer in offers:
-            type_, subtype = offer.split("/")
-            if candidate.type == type_ and candidate.subtype in ("*", subtype):
-                return offer
-    raise StatusError.not_acceptable(
-        "only the following media types are accepted: " + ", ".join(offers)
-    )
 
 
 def encode(obj, media, pretty=False, stored=False):

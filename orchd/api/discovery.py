@@ -14,7 +14,6 @@ import hashlib
 import platform
 import re
 
-from orchd.api.codecs import parse_accept
 from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
 
 #: [COMPAT] The media type of aggregated discovery; clients match it literally.
@@ -291,31 +290,3 @@ def aggregated_discovery(kinds, core):
         "metadata": {},
         "items": items,
     }
-
-
-_JSON_RANGES = ("application/json", "application/*", "*/*")
-
-
-def wants_aggregated(accept_header):
-    """
-    Whether a discovery request at C{/api} or C{/apis} gets the aggregated
-    document (L{AGGREGATED_MEDIA_TYPE}) rather than the legacy one.
-
-    True when a JSON range asks for C{as=APIGroupDiscoveryList} with
-    C{g=apidiscovery.k8s.io} and C{v=v2} (any parameter order, extra
-    parameters such as C{profile} ignored) at a quality no lower than that
-    of plain JSON. Only C{v2} is served: a client that accepts only
-    C{v2beta1} gets the legacy document, which every client understands.
-    """
-    best_aggregated = best_legacy = 0.0
-    for media_range in parse_accept(accept_header):
-        params, q = media_range.params, media_range.quality
-        if media_range.full not in _JSON_RANGES:
-            continue
-        if not ({"as", "g", "v"} & params.keys()):
-            best_legacy = max(best_legacy, q)
-        elif (params.get("g") == AGGREGATED_DISCOVERY_GROUP
-              and params.get("v") == AGGREGATED_DISCOVERY_VERSION
-              and params.get("as") == AGGREGATED_DISCOVERY_KIND):
-            best_aggregated = max(best_aggregated, q)
-    return best_aggregated > 0 and best_aggregated >= best_legacy

@@ -55,6 +55,8 @@ from orchd.controllers.manager import (
 from orchd.orchlet.service import OrchletService
 from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
+from orchd.registry.nodeproxy import node_proxy_connector
+from orchd.registry.podlog import pod_log_connector
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -63,7 +65,7 @@ from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
 from orchd.server.settings import ServerSettings
 from orchd.server.offload import Offload
-from orchd.server.proxy import orchlet_agent, orchlet_connectors, plain_agent
+from orchd.server.proxy import StreamForwarder, orchlet_agent, plain_agent
 from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.site import APIServer, APISite
 from orchd.tls.server import server_tls_options
@@ -188,7 +190,7 @@ class ControlPlane(MultiService):
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
-                        **self._orchlet_connectors()},
+                        **node_proxy_connector(), **pod_log_connector()},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))
@@ -214,6 +216,7 @@ class ControlPlane(MultiService):
             DiscoveryRoutes(self.catalog),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
             ServerSettings(config.min_request_timeout, config.feature_gates, offload),
+            streams=self._stream_forwarder(),
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
@@ -233,10 +236,10 @@ class ControlPlane(MultiService):
                        f"{e.socketError}") from None
         super().privilegedStartService()
 
-    def _orchlet_connectors(self):
+    def _stream_forwarder(self):
         """C{nodes/proxy} and C{pods/log}, reaching orchlets as the API server's orchlet user."""
         pki = self.pki
-        return orchlet_connectors(
+        return StreamForwarder(
             orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
                           pki.orchlet_client_key_pem),
             plain_agent(self.reactor, pki.ca_pem))

@@ -46,19 +46,23 @@ class IConnector(Interface):
 class IStreamConnector(Interface):
     """
     A subresource answered with a stream from elsewhere, not an API object
-    (C{nodes/proxy}, C{pods/log}): it writes the whole response itself.
+    (C{nodes/proxy}, C{pods/log}): it says where that stream comes from
+    (see L{orchd.registry.streams}); the server makes the request and
+    streams the answer back.
     """
 
     verbs = Attribute("The verbs it serves.")
+    options = Attribute("The class of the options it takes (ProxyOptions or PodLogOptions "
+                        "of orchd.registry.streams), which the server reads from the request.")
 
-    def stream(request, ctx, info):
+    def locate(ctx, name, options):
         """
-        @param request: the twisted.web request to answer.
         @param ctx: the L{RequestContext} (its namespace is the parent's).
-        @param info: the L{orchd.server.requestinfo.RequestInfo}; C{parts[3:]}
-            is the path after the subresource.
-        @return: (awaitable) fires once the response is complete.
-        @raise orchd.api.errors.StatusError: only before anything is written.
+        @param name: the parent object's name, as the request spells it.
+        @param options: an instance of C{options}.
+        @return: (awaitable) the L{orchd.registry.streams.Location} to stream from.
+        @raise orchd.api.errors.StatusError: for options or objects that
+            name no stream (400), a missing object (404).
         """
 
 

@@ -12,6 +12,7 @@ from zope.interface import implementer
 from orchd.api import codecs, discovery, openapi
 from orchd.api.errors import StatusError
 from orchd.registry.definitions import IKindListener
+from orchd.server.negotiation import negotiate, wants_aggregated
 from orchd.server.response import write_body, write_object
 
 _JSON = b"application/json"
@@ -76,7 +77,7 @@ class DiscoveryRoutes:
             return "version", discovery.version_info, _JSON
         if segments in (("api",), ("apis",)):
             core = segments == ("api",)
-            if discovery.wants_aggregated(request.getHeader(b"accept") or b""):
+            if wants_aggregated(request.getHeader(b"accept") or b""):
                 return (("aggregated", core), lambda: discovery.aggregated_discovery(kinds, core),
                         discovery.AGGREGATED_MEDIA_TYPE.encode("ascii"))
             if core:
@@ -92,7 +93,7 @@ class DiscoveryRoutes:
                     lambda: discovery.api_resource_list(kinds, segments[1], segments[2]), _JSON)
         if segments == ("openapi", "v2"):
             # kubectl asks for v2 only as protobuf, and falls back cleanly on 406.
-            codecs.negotiate(request.getHeader(b"accept"), (codecs.JSON,))
+            negotiate(request.getHeader(b"accept"), (codecs.JSON,))
             return segments, lambda: openapi.openapi_v2(kinds), _JSON
         if segments == ("openapi", "v3"):
             return segments, lambda: openapi.openapi_v3_index(kinds), _JSON

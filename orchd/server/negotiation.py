@@ -2,6 +2,9 @@
 """
 The response format a request asks for in its Accept header.
 
+The header is read here (L{parse_accept}), in the HTTP layer: the object
+model below (L{orchd.api.codecs}) only encodes and decodes.
+
 JSON, YAML (for answers that are not streams), protobuf for kinds that
 have a message, or a server-side printing Table when kubectl asks for one.
 Watches get an encoder of event frames from the same choice
@@ -9,13 +12,149 @@ Watches get an encoder of event frames from the same choice
 share the frames of a change, so each change is encoded once per format.
 """
 
-from orchd.api import codecs, tables
+import re
+
+from orchd.api import codecs, discovery, tables
 from orchd.api.errors import StatusError
 from orchd.api.query import query_text
 from orchd.server.watchframes import JSONFrames, ProtobufFrames, TableFrames
 
-_JSON_RANGES = ("application/json", "application/*", "*/*")
+#: The ranges of an Accept header that name JSON.
+JSON_RANGES = ("application/json", "application/*", "*/*")
+#: Parameters of a media range this server ignores rather than refusing on.
 _HARMLESS = frozenset(("charset", "pretty", "stream"))
+
+
+class MediaRange:
+    """One entry of an Accept header: type, subtype, parameters, quality."""
+
+    __slots__ = ("type", "subtype", "params", "quality", "order")
+
+    def __init__(self, type, subtype, params, quality, order):
+        self.type = type
+        self.subtype = subtype
+        self.params = params
+        self.quality = quality
+        self.order = order
+
+    @property
+    def full(self):
+        return f"{self.type}/{self.subtype}"
+
+
+def _split_outside_quotes(text, separator):
+    """Split C{text} at C{separator}, except inside quoted strings."""
+    if '"' not in text:
+        return text.split(separator)
+    parts, current, quoted, escaped = [], [], False, False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif quoted and char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == separator and not quoted:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def _unquote(value):
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+def parse_accept(header):
+    """
+    The media ranges of an Accept header, best first (by q, then position).
+
+    Parameter names are lower-cased and quoted values unquoted; an
+    unreadable q counts as 0; malformed entries are skipped rather than
+    failing the request.
+    """
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    ranges = []
+    for order, item in enumerate(_split_outside_quotes(header or "", ",")):
+        pieces = _split_outside_quotes(item, ";")
+        kind = pieces[0].strip().lower()
+        if "/" not in kind:
+            continue
+        type_, subtype = kind.split("/", 1)
+        params = {}
+        quality = 1.0
+        for piece in pieces[1:]:
+            key, sep, value = piece.partition("=")
+            key = key.strip().lower()
+            value = _unquote(value.strip())
+            if not sep or not key:
+                continue
+            if key == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+            else:
+                params[key] = value
+        ranges.append(MediaRange(type_, subtype, params, quality, order))
+    ranges.sort(key=lambda r: (-r.quality, r.order))
+    return ranges
+
+
+def negotiate(accept, offers=(codecs.JSON, codecs.YAML)):
+    """
+    Pick the response media type for an Accept header among C{offers}.
+
+    Ranges with parameters the server does not serve (e.g. C{as=Table}
+    before tables exist) are passed over, so clients fall back to plain JSON.
+
+    @raise StatusError: 406 when nothing acceptable is on offer.
+    """
+    if not accept:
+        return offers[0]
+    for candidate in parse_accept(accept):
+        if candidate.quality <= 0 or set(candidate.params) - _HARMLESS:
+            continue
+        if candidate.type == "*" and candidate.subtype == "*":
+            return offers[0]
+        for offer in offers:
+            type_, subtype = offer.split("/")
+            if candidate.type == type_ and candidate.subtype in ("*", subtype):
+                return offer
+    raise StatusError.not_acceptable(
+        "only the following media types are accepted: " + ", ".join(offers)
+    )
+
+
+def wants_aggregated(accept_header):
+    """
+    Whether a discovery request at C{/api} or C{/apis} gets the aggregated
+    document (L{orchd.api.discovery.AGGREGATED_MEDIA_TYPE}) rather than the
+    legacy one.
+
+    True when a JSON range asks for C{as=APIGroupDiscoveryList} with
+    C{g=apidiscovery.k8s.io} and C{v=v2} (any parameter order, extra
+    parameters such as C{profile} ignored) at a quality no lower than that
+    of plain JSON. Only C{v2} is served: a client that accepts only
+    C{v2beta1} gets the legacy document, which every client understands.
+    """
+    best_aggregated = best_legacy = 0.0
+    for media_range in parse_accept(accept_header):
+        params, q = media_range.params, media_range.quality
+        if media_range.full not in JSON_RANGES:
+            continue
+        if not ({"as", "g", "v"} & params.keys()):
+            best_legacy = max(best_legacy, q)
+        elif (params.get("g") == discovery.AGGREGATED_DISCOVERY_GROUP
+              and params.get("v") == discovery.AGGREGATED_DISCOVERY_VERSION
+              and params.get("as") == discovery.AGGREGATED_DISCOVERY_KIND):
+            best_aggregated = max(best_aggregated, q)
+    return best_aggregated > 0 and best_aggregated >= best_legacy
 
 
 class Format:
@@ -52,13 +191,13 @@ def choose(request, allow_yaml=True, info=None):
     offers = (codecs.JSON, codecs.YAML) if allow_yaml else (codecs.JSON,)
     if info is not None and b"protobuf" in accept and has_protobuf(info):
         offers += (codecs.PROTOBUF,)
-    for candidate in codecs.parse_accept(accept):
+    for candidate in parse_accept(accept):
         if candidate.quality <= 0:
             continue
         params = candidate.params
         if "as" in params:
             version = tables.wants_table(params)
-            if version is not None and candidate.full in _JSON_RANGES:
+            if version is not None and candidate.full in JSON_RANGES:
                 include = tables.validate_include_object(
                     query_text(request.args, "includeObject", None))
                 return Format(tables.table_media_type(version).encode("ascii"), codecs.JSON,

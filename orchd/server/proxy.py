@@ -2,13 +2,16 @@
 """
 Streamed subresources: forward a request, and its answer back, unbuffered.
 
-A L{LocationStreamer} is the L{IStreamConnector} of C{nodes/proxy} and
-C{pods/log}: a locator (L{orchd.registry.nodeproxy}) names the URL, an
-C{IAgent} fetches it, and the answer's status, content type and body go
-back to the client as they arrive (C{follow=true} logs never end on their
-own). A slow client pauses the orchlet's connection; a client that leaves
-closes it. A backend that cannot be reached is a 503 C{ServiceUnavailable}
-Status worded as upstream's proxy transport words it.
+The L{StreamForwarder} serves every stream connector
+(L{orchd.registry.catalog.IStreamConnector}: C{nodes/proxy}, C{pods/log}):
+it reads the subresource's options from the request
+(L{orchd.server.streamoptions}), the connector names a
+L{orchd.registry.streams.Location}, an C{IAgent} that presents the
+location's TLS identity fetches it, and the answer's status, content type
+and body go back to the client as they arrive (C{follow=true} logs never
+end on their own). A slow client pauses the orchlet's connection; a client
+that leaves closes it. A backend that cannot be reached is a 503
+C{ServiceUnavailable} Status worded as upstream's proxy transport words it.
 """
 
 from twisted.internet.defer import CancelledError, Deferred
@@ -17,15 +20,13 @@ from twisted.logger import Logger
 from twisted.web.client import Agent, PotentialDataLoss, ResponseDone
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import UNKNOWN_LENGTH
-from zope.interface import implementer
 
 from orchd.api.errors import StatusError
-from orchd.api.kinds import SUBRESOURCE_VERBS
 from orchd.client.body import BytesProducer
+from orchd.registry.streams import ORCHLET_CLIENT
 from orchd.tls.client import ClientTLSPolicy
-from orchd.registry.catalog import IStreamConnector
-from orchd.registry.nodeproxy import NodeLocator
 from orchd.server.errors import request_gone
+from orchd.server.streamoptions import read_options
 
 log = Logger()
 
@@ -121,20 +122,28 @@ _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotF
             500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
 
 
-async def forward(agent, request, url, content_type=None, check_status=False):
+async def forward(agent, request, location):
     """
-    Send C{request} (method, headers and body) to C{url} and stream the answer back.
+    Ask C{location} (its method, with C{request}'s headers and, for methods
+    that have one, its body) and stream the answer back to C{request}.
 
-    @param content_type: the content type to answer with, if not the backend's.
-    @param check_status: answer a non-2xx reply as a Status with its text.
+    @param location: the L{orchd.registry.streams.Location}; its content
+        type, if any, replaces the backend's, and with C{check_status} a
+        non-2xx reply is answered as a Status with its text.
     @raise StatusError: 503 when the backend cannot be reached, or a checked
         reply's code; nothing has been written then.
     """
+    method = location.method.encode("ascii")
+    try:
+        url = location.url.encode("ascii")
+    except UnicodeEncodeError:
+        # Only the host can be other than ASCII: an address a node reported.
+        raise unreachable(ValueError(f"invalid host {location.host!r}")) from None
     body = None
-    if request.method in (b"POST", b"PUT", b"PATCH"):
+    if method in (b"POST", b"PUT", b"PATCH"):
         request.content.seek(0)
         body = BytesProducer(request.content.read())
-    pending = agent.request(request.method, url, _forwarded(request.requestHeaders), body)
+    pending = agent.request(method, url, _forwarded(request.requestHeaders), body)
     request.notifyFinish().addErrback(lambda _: pending.cancel())
     try:
         response = await pending
@@ -142,7 +151,7 @@ async def forward(agent, request, url, content_type=None, check_status=False):
         return
     except Exception as e:
         raise unreachable(e) from None
-    if check_status and not 200 <= response.code < 300:
+    if location.check_status and not 200 <= response.code < 300:
         done = Deferred()
         response.deliverBody(_Collect(done))
         text = (await done).decode("utf-8", "replace").strip()
@@ -155,8 +164,8 @@ async def forward(agent, request, url, content_type=None, check_status=False):
     request.setResponseCode(response.code, response.phrase)
     for name, values in _forwarded(response.headers).getAllRawHeaders():
         request.responseHeaders.setRawHeaders(name, values)
-    if content_type is not None:
-        request.setHeader(b"content-type", content_type)
+    if location.content_type is not None:
+        request.setHeader(b"content-type", location.content_type.encode("ascii"))
     if response.length is not UNKNOWN_LENGTH and request.method != b"HEAD":
         request.setHeader(b"content-length", b"%d" % response.length)
     done = Deferred()
@@ -164,62 +173,35 @@ async def forward(agent, request, url, content_type=None, check_status=False):
     await done
 
 
-@implementer(IStreamConnector)
-class LocationStreamer:
+class StreamForwarder:
     """
-    A streamed subresource: C{locate(ctx, name, info, request)} names a
-    L{orchd.registry.nodeproxy.Location}, L{forward} does the rest.
+    Serves streamed subresources: the request's options go to the
+    subresource's L{IStreamConnector<orchd.registry.catalog.IStreamConnector>},
+    and the request goes on to the location it names.
 
-    @param orchlet_agent: the C{IAgent} for orchlet ports (it presents the
-        API server's orchlet client certificate).
-    @param plain_agent: the C{IAgent} for other ports (no client certificate).
+    @param orchlet_agent: the C{IAgent} for L{ORCHLET_CLIENT} locations, an
+        orchlet's own port (it presents the API server's orchlet client
+        certificate), see L{orchlet_agent}.
+    @param plain_agent: the C{IAgent} for locations without a TLS identity
+        (a node's other ports), see L{plain_agent}; C{orchlet_agent} if None.
     """
 
-    def __init__(self, locate, verbs, orchlet_agent, plain_agent):
-        self.locate = locate
-        self.verbs = tuple(verbs)
-        self.orchlet_agent = orchlet_agent
-        self.plain_agent = plain_agent
+    def __init__(self, orchlet_agent, plain_agent=None):
+        self._agents = {ORCHLET_CLIENT: orchlet_agent, None: plain_agent or orchlet_agent}
 
-    async def stream(self, request, ctx, info):
-        location = await self.locate(ctx, info.name, info, request)
-        agent = self.orchlet_agent if location.orchlet else self.plain_agent
-        await forward(agent, request, location.url, location.content_type,
-                      location.check_status)
+    async def serve(self, request, info, connector, ctx):
+        """
+        Answer C{request} for the subresource C{connector} serves.
 
-
-def _proxy_path(info):
-    """The path after C{proxy}, always starting with C{/} (a trailing slash kept)."""
-    rest = "/" + "/".join(info.parts[3:])
-    if len(info.parts) > 3 and info.path.endswith("/"):
-        rest += "/"
-    return rest
-
-
-def orchlet_connectors(orchlet_agent, plain_agent=None):
-    """
-    The Catalog's C{connectors} entries for C{nodes/proxy} and C{pods/log}.
-
-    @param orchlet_agent: see L{orchlet_agent}.
-    """
-    plain_agent = plain_agent or orchlet_agent
-
-    def node_proxy(catalog):
-        locator = NodeLocator(catalog)
-
-        async def locate(ctx, name, info, request):
-            query = request.uri.partition(b"?")[2]
-            return await locator.proxy_location(ctx, name, _proxy_path(info), query)
-        return LocationStreamer(locate, SUBRESOURCE_VERBS["proxy"], orchlet_agent, plain_agent)
-
-    def pod_log(catalog):
-        locator = NodeLocator(catalog)
-
-        async def locate(ctx, name, info, request):
-            return await locator.log_location(ctx, name, request.args)
-        return LocationStreamer(locate, SUBRESOURCE_VERBS["log"], orchlet_agent, plain_agent)
-
-    return {("", "nodes", "proxy"): node_proxy, ("", "pods", "log"): pod_log}
+        @param info: the request's L{orchd.server.requestinfo.RequestInfo}.
+        @param ctx: the L{orchd.registry.context.RequestContext} (its
+            namespace is the parent's).
+        @return: (awaitable) fires once the response is complete.
+        @raise StatusError: only before anything is written.
+        """
+        options = read_options(connector.options, request, info)
+        location = await connector.locate(ctx, info.name, options)
+        await forward(self._agents[location.identity], request, location)
 
 
 def orchlet_agent(reactor, ca_pem, client_cert_pem, client_key_pem, pool=None):

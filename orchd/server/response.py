@@ -2,6 +2,7 @@
 """Writing responses: objects in the negotiated media type, and plain text."""
 
 from orchd.api import codecs
+from orchd.server.negotiation import negotiate
 
 _TRUE = (b"true", b"1", b"True")
 
@@ -13,7 +14,7 @@ def wants_pretty(request):
 
 def write_object(request, code, obj, warnings=()):
     """Answer with C{obj} encoded as the client's Accept header asks."""
-    media = codecs.negotiate(request.getHeader(b"accept"))
+    media = negotiate(request.getHeader(b"accept"))
     body = codecs.encode(obj, media, wants_pretty(request))
     write_body(request, code, media.encode("ascii"), body, warnings)
 

@@ -5,8 +5,8 @@ The API server's twisted.web Site: every request's way through the server.
 request info -> authentication -> impersonation -> in-flight limit -> authorization -> route:
 health, discovery and OpenAPI for non-resource paths, the verb handler for
 resource requests (or, for a streamed subresource such as C{nodes/proxy},
-the connector that writes the response itself). Errors from any step are
-written once, as a Status.
+the stream forwarder, which goes where the subresource's connector points).
+Errors from any step are written once, as a Status.
 """
 
 from urllib.parse import unquote
@@ -76,13 +76,16 @@ class APIServer(Resource):
     @param authorizer: an L{orchd.auth.interfaces.IAuthorizer}.
     @param health: the L{orchd.server.health.Health} checks.
     @param discovery: the discovery and OpenAPI routes.
+    @param streams: the L{orchd.server.proxy.StreamForwarder} that serves
+        streamed subresources (C{nodes/proxy}, C{pods/log}); without one
+        they are not served.
     """
 
     isLeaf = True
     log = Logger()
 
     def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None,
-                 settings=None):
+                 settings=None, streams=None):
         super().__init__()
         self.settings = settings or ServerSettings()
         self.catalog = catalog
@@ -92,6 +95,7 @@ class APIServer(Resource):
         self.health = health
         self.discovery = discovery
         self.limiter = limiter or InflightLimiter()
+        self.streams = streams
 
     def render(self, request):
         d = Deferred.fromCoroutine(self._serve(request))
@@ -131,11 +135,14 @@ class APIServer(Resource):
             allowed = SUBRESOURCE_VERBS.get(info.subresource, ())
             connector = self.catalog.connector(kind.group, kind.resource, info.subresource)
             if IStreamConnector.providedBy(connector):
+                if self.streams is None:
+                    raise StatusError(404, "NotFound", _NOT_FOUND)
                 if info.verb not in connector.verbs:
                     raise StatusError.method_not_allowed(info.verb or request.method.decode(),
                                                          kind.resource, kind.group)
                 namespace = info.namespace if kind.namespaced else ""
-                await connector.stream(request, RequestContext(user, namespace), info)
+                await self.streams.serve(request, info, connector,
+                                         RequestContext(user, namespace))
                 return
             if connector is not None:
                 kind, provider = connector.info, connector

@@ -1,4 +1,4 @@
-"""Bodies in and out: JSON and YAML decoding, Accept parsing and negotiation."""
+"""Bodies in and out: JSON and YAML decoding."""
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -26,24 +26,3 @@ class DecodeTests(SynchronousTestCase):
                                          (b"application/xml", b"<a/>", 415)):
             error = self.assertRaises(StatusError, codecs.decode_body, content_type, body)
             self.assertEqual(error.code, code)
-
-
-class AcceptTests(SynchronousTestCase):
-    def test_order_by_quality_then_position(self):
-        """Ranges are ordered by q, then by their place in the header."""
-        ranges = codecs.parse_accept(b"text/plain;q=0.5, application/yaml, application/json")
-        self.assertEqual([r.full for r in ranges],
-                         ["application/yaml", "application/json", "text/plain"])
-
-    def test_quoted_parameters(self):
-        """Commas and semicolons inside quotes do not split."""
-        (first, second) = codecs.parse_accept('a/b;x="1,2;3", c/d')
-        self.assertEqual((first.params, second.full), ({"x": "1,2;3"}, "c/d"))
-
-    def test_negotiate(self):
-        """Wildcards pick the first offer; q=0 excludes; nothing acceptable is 406."""
-        self.assertEqual(codecs.negotiate(b"*/*"), codecs.JSON)
-        self.assertEqual(codecs.negotiate(b"application/yaml;q=0.9, application/json;q=0"),
-                         codecs.YAML)
-        error = self.assertRaises(StatusError, codecs.negotiate, b"text/html")
-        self.assertEqual(error.code, 406)

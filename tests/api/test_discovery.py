@@ -2,18 +2,11 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.api import codecs, discovery
+from orchd.api import discovery
 from orchd.api.kinds import SUBRESOURCE_VERBS, KindInfo
 from orchd.registry.kinds.builtin import KINDS
 
 STABLE = [k for k in KINDS if k.stage == "stable"]
-
-#: What client-go (kubectl 1.32) sends to /api and /apis.
-KUBECTL_ACCEPT = (
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
-    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
-    "application/json"
-)
 
 
 def find(kinds, group, resource, version=None):
@@ -281,61 +274,3 @@ class AggregatedTests(SynchronousTestCase):
         """Without enabled core kinds, the /api document has no items."""
         enabled = [k for k in STABLE if k.group]
         self.assertEqual(discovery.aggregated_discovery(enabled, True)["items"], [])
-
-
-class AcceptTests(SynchronousTestCase):
-    def test_kubectl(self):
-        """kubectl's header selects aggregated discovery."""
-        self.assertTrue(discovery.wants_aggregated(KUBECTL_ACCEPT))
-
-    def test_profile_first(self):
-        """Newer clients' C{profile=nopeer} parameter is ignored."""
-        self.assertTrue(discovery.wants_aggregated(
-            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,"
-            + KUBECTL_ACCEPT))
-
-    def test_parameter_order_and_spacing(self):
-        """Parameters may come in any order, with spaces, quotes and any case of names."""
-        self.assertTrue(discovery.wants_aggregated(
-            'Application/JSON ; AS="APIGroupDiscoveryList" ; v=v2 ;g=apidiscovery.k8s.io'))
-
-    def test_v2beta1_only(self):
-        """A client accepting only v2beta1 gets the legacy document."""
-        self.assertFalse(discovery.wants_aggregated(
-            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"))
-
-    def test_plain(self):
-        """Plain JSON, wildcards, a missing header and other conversions get the legacy document."""
-        for header in ("application/json", "*/*", "", None, "application/json, */*",
-                       "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"):
-            self.assertFalse(discovery.wants_aggregated(header), header)
-
-    def test_incomplete(self):
-        """All of g, v and as must match."""
-        self.assertFalse(discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2"))
-        self.assertFalse(discovery.wants_aggregated(
-            "application/json;g=apidiscovery.orch.io;v=v2;as=APIGroupDiscoveryList"))
-
-    def test_other_media_type(self):
-        """Only JSON is served: a protobuf request for the aggregated kind is not answered with it."""
-        self.assertFalse(discovery.wants_aggregated(
-            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
-        self.assertTrue(discovery.wants_aggregated("*/*;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
-
-    def test_quality(self):
-        """q=0 refuses the aggregated form, and a strictly preferred plain JSON wins."""
-        aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-        self.assertFalse(discovery.wants_aggregated(aggregated + ";q=0"))
-        self.assertFalse(discovery.wants_aggregated(f"{aggregated};q=0.5, application/json"))
-        self.assertTrue(discovery.wants_aggregated(f"application/json;q=0.5, {aggregated}"))
-        self.assertTrue(discovery.wants_aggregated(f"application/json, {aggregated}"))
-
-    def test_parse_accept(self):
-        """Media ranges are split outside quotes, with q parsed apart from the parameters."""
-        ranges = codecs.parse_accept('text/plain;x="a,b;c";q=0.2, application/json')
-        self.assertEqual([(r.full, r.params, r.quality) for r in ranges], [
-            ("application/json", {}, 1.0),
-            ("text/plain", {"x": "a,b;c"}, 0.2),
-        ])
-        self.assertEqual(codecs.parse_accept("a/b;q=zz")[0].quality, 0.0)
-        self.assertEqual(codecs.parse_accept(b"a/b")[0].full, "a/b")

@@ -8,7 +8,6 @@ import orjson
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import tables
-from orchd.api.codecs import parse_accept
 from orchd.api.errors import StatusError
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
 from orchd.api.printers.base import Printer, human_duration, parse_time
@@ -609,13 +608,6 @@ class NegotiationTests(SynchronousTestCase):
                        {"as": "Table", "v": "v1"},
                        {"as": "APIGroupDiscoveryList", "v": "v2", "g": "apidiscovery.k8s.io"}):
             self.assertIsNone(tables.wants_table(params), params)
-
-    def test_kubectl_accept(self):
-        """The first range kubectl sends is a v1 Table."""
-        ranges = parse_accept("application/json;as=Table;v=v1;g=meta.k8s.io,"
-                              "application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
-                              "application/json")
-        self.assertEqual([tables.wants_table(r.params) for r in ranges], ["v1", "v1beta1", None])
 
     def test_media_params(self):
         """The accepted parameter sets are the four group/version pairs, read-only."""

@@ -1,8 +1,17 @@
-"""Locating a node's orchlet: name forms, address preference, port."""
+"""Locating a node's orchlet: name forms, address preference, port, the proxy's Location."""
 
 from twisted.trial.unittest import SynchronousTestCase
+from zope.interface.verify import verifyObject
 
-from orchd.registry.nodeproxy import node_address, orchlet_port, split_scheme_name_port
+from orchd.api.errors import StatusError
+from orchd.registry.catalog import IStreamConnector
+from orchd.registry.context import RequestContext
+from orchd.registry.nodeproxy import (
+    NodeProxy, node_address, orchlet_port, split_scheme_name_port,
+)
+from orchd.registry.streams import ORCHLET_CLIENT, ProxyOptions
+from tests.server.test_proxy import add_node, node
+from tests.support import ADMIN, APIHarness
 
 
 class SplitTests(SynchronousTestCase):
@@ -36,3 +45,41 @@ class AddressTests(SynchronousTestCase):
         self.assertEqual(orchlet_port(self.node(port=10250)), 10250)
         self.assertEqual(orchlet_port(self.node()), 0)
         self.assertEqual(orchlet_port(self.node(port="10250")), 0)
+
+
+class NodeProxyTests(SynchronousTestCase):
+    """The C{nodes/proxy} connector, asked directly: options in, a Location out."""
+
+    def setUp(self):
+        self.api = APIHarness()
+        add_node(self.api, node())
+        self.proxy = NodeProxy(self.api.catalog)
+
+    def locate(self, name, options=None):
+        ctx = RequestContext(ADMIN, "")
+        return self.api.run(self.proxy.locate(ctx, name, options or ProxyOptions()))
+
+    def test_provides(self):
+        """It is a stream connector for the proxy verbs, taking ProxyOptions."""
+        self.assertTrue(verifyObject(IStreamConnector, self.proxy))
+        self.assertIs(self.proxy.options, ProxyOptions)
+
+    def test_orchlet(self):
+        """The node's own port is the orchlet, asked with the orchlet client identity."""
+        location = self.locate("n1", ProxyOptions("/stats/a b", "x=%20", "POST"))
+        self.assertEqual((location.url, location.method, location.identity),
+                         ("https://10.0.0.1:10250/stats/a%20b?x=%20", "POST", ORCHLET_CLIENT))
+        self.assertEqual((location.content_type, location.check_status), (None, False))
+        self.assertEqual(self.locate("https:n1:10250").identity, ORCHLET_CLIENT)
+
+    def test_other_port(self):
+        """Another port is plain HTTP unless the name says https, and has no identity."""
+        self.assertEqual((self.locate("n1:8080").url, self.locate("n1:8080").identity),
+                         ("http://10.0.0.1:8080/", None))
+        self.assertEqual(self.locate("https:n1:8443").url, "https://10.0.0.1:8443/")
+
+    def test_port_not_ascii_digits(self):
+        """A port spelled in other digits than ASCII's is a 400, not a 500."""
+        for name in ("n1:\u0661\u0662", "n1:\uff18\uff10", "n1:0", "n1:65536", "n1:x"):
+            error = self.assertRaises(StatusError, self.locate, name)
+            self.assertEqual((error.code, error.message), (400, f"invalid node request {name!r}"))

@@ -1,13 +1,110 @@
-"""Response formats: Tables for kubectl, both group spellings, includeObject, watch tables."""
+"""Response formats: Accept parsing, Tables for kubectl, both group spellings, includeObject,
+watch tables, aggregated discovery."""
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.api import codecs, tables
+from orchd.api.errors import StatusError
+from orchd.server.negotiation import negotiate, parse_accept, wants_aggregated
 from tests.server.test_watch import Stream
 from tests.support import APIHarness
 
 CM = "/api/v1/namespaces/default/configmaps"
 KUBECTL_ACCEPT = (b"application/json;as=Table;v=v1;g=meta.k8s.io,"
                   b"application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+
+#: What client-go (kubectl 1.32) sends to /api and /apis.
+DISCOVERY_ACCEPT = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+    "application/json"
+)
+
+
+class AcceptTests(SynchronousTestCase):
+    def test_order_by_quality_then_position(self):
+        """Ranges are ordered by q, then by their place in the header."""
+        ranges = parse_accept(b"text/plain;q=0.5, application/yaml, application/json")
+        self.assertEqual([r.full for r in ranges],
+                         ["application/yaml", "application/json", "text/plain"])
+
+    def test_quoted_parameters(self):
+        """Commas and semicolons inside quotes do not split."""
+        (first, second) = parse_accept('a/b;x="1,2;3", c/d')
+        self.assertEqual((first.params, second.full), ({"x": "1,2;3"}, "c/d"))
+
+    def test_negotiate(self):
+        """Wildcards pick the first offer; q=0 excludes; nothing acceptable is 406."""
+        self.assertEqual(negotiate(b"*/*"), codecs.JSON)
+        self.assertEqual(negotiate(b"application/yaml;q=0.9, application/json;q=0"),
+                         codecs.YAML)
+        error = self.assertRaises(StatusError, negotiate, b"text/html")
+        self.assertEqual(error.code, 406)
+
+    def test_parse_accept(self):
+        """Media ranges are split outside quotes, with q parsed apart from the parameters."""
+        ranges = parse_accept('text/plain;x="a,b;c";q=0.2, application/json')
+        self.assertEqual([(r.full, r.params, r.quality) for r in ranges], [
+            ("application/json", {}, 1.0),
+            ("text/plain", {"x": "a,b;c"}, 0.2),
+        ])
+        self.assertEqual(parse_accept("a/b;q=zz")[0].quality, 0.0)
+        self.assertEqual(parse_accept(b"a/b")[0].full, "a/b")
+
+    def test_kubectl_accept(self):
+        """The first range kubectl sends is a v1 Table."""
+        ranges = parse_accept("application/json;as=Table;v=v1;g=meta.k8s.io,"
+                              "application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
+                              "application/json")
+        self.assertEqual([tables.wants_table(r.params) for r in ranges], ["v1", "v1beta1", None])
+
+
+class AggregatedDiscoveryTests(SynchronousTestCase):
+    def test_kubectl(self):
+        """kubectl's header selects aggregated discovery."""
+        self.assertTrue(wants_aggregated(DISCOVERY_ACCEPT))
+
+    def test_profile_first(self):
+        """Newer clients' C{profile=nopeer} parameter is ignored."""
+        self.assertTrue(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,"
+            + DISCOVERY_ACCEPT))
+
+    def test_parameter_order_and_spacing(self):
+        """Parameters may come in any order, with spaces, quotes and any case of names."""
+        self.assertTrue(wants_aggregated(
+            'Application/JSON ; AS="APIGroupDiscoveryList" ; v=v2 ;g=apidiscovery.k8s.io'))
+
+    def test_v2beta1_only(self):
+        """A client accepting only v2beta1 gets the legacy document."""
+        self.assertFalse(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"))
+
+    def test_plain(self):
+        """Plain JSON, wildcards, a missing header and other conversions get the legacy document."""
+        for header in ("application/json", "*/*", "", None, "application/json, */*",
+                       "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"):
+            self.assertFalse(wants_aggregated(header), header)
+
+    def test_incomplete(self):
+        """All of g, v and as must match."""
+        self.assertFalse(wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2"))
+        self.assertFalse(wants_aggregated(
+            "application/json;g=apidiscovery.orch.io;v=v2;as=APIGroupDiscoveryList"))
+
+    def test_other_media_type(self):
+        """Only JSON is served: a protobuf request for the aggregated kind is not answered with it."""
+        self.assertFalse(wants_aggregated(
+            "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
+        self.assertTrue(wants_aggregated("*/*;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
+
+    def test_quality(self):
+        """q=0 refuses the aggregated form, and a strictly preferred plain JSON wins."""
+        aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        self.assertFalse(wants_aggregated(aggregated + ";q=0"))
+        self.assertFalse(wants_aggregated(f"{aggregated};q=0.5, application/json"))
+        self.assertTrue(wants_aggregated(f"application/json;q=0.5, {aggregated}"))
+        self.assertTrue(wants_aggregated(f"application/json, {aggregated}"))
 
 
 class TableTests(SynchronousTestCase):

@@ -6,14 +6,19 @@ The fake is a twisted.web resource reached in memory
 """
 
 from treq.testing import RequestTraversalAgent
-from twisted.internet.defer import fail
-from twisted.internet.error import ConnectionRefusedError
+from twisted.internet.defer import Deferred, fail
+from twisted.internet.error import ConnectionDone, ConnectionRefusedError
+from twisted.internet.testing import MemoryReactorClock, StringTransport
+from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
+from twisted.web.http_headers import Headers
 from twisted.web.resource import Resource
 from zope.interface import implementer
-from twisted.web.iweb import IAgent
+from twisted.web.iweb import UNKNOWN_LENGTH, IAgent, IResponse
 
-from orchd.server.proxy import orchlet_connectors
+from orchd.registry.nodeproxy import node_proxy_connector
+from orchd.server.proxy import StreamForwarder
+from orchd.server.site import APISite
 from tests.support import ADMIN, ALICE, APIHarness
 
 
@@ -88,7 +93,7 @@ class ProxyTests(SynchronousTestCase):
         self.orchlet = FakeOrchlet()
         self.agent = RecordingAgent(self.orchlet, "orchlet")
         self.plain = RecordingAgent(self.orchlet, "plain")
-        self.api = APIHarness(connectors=orchlet_connectors(self.agent, self.plain))
+        self.api = APIHarness(streams=StreamForwarder(self.agent, self.plain))
         add_node(self.api, node())
 
     def test_stats_summary(self):
@@ -125,6 +130,26 @@ class ProxyTests(SynchronousTestCase):
         code, body, _ = self.api.call("GET", "/api/v1/nodes/a:b:c:d/proxy/x")
         self.assertEqual((code, body["reason"]), (400, "BadRequest"))
 
+    def test_port_in_other_digits(self):
+        """A port in digits other than ASCII's (here Arabic-Indic 12) is a 400, not a 500."""
+        code, body, _ = self.api.call("GET", "/api/v1/nodes/n1:%D9%A1%D9%A2/proxy/x")
+        self.assertEqual((code, body["reason"]), (400, "BadRequest"))
+        self.assertEqual(self.agent.urls + self.plain.urls, [])
+
+    def test_address_not_ascii(self):
+        """A node address that is no host name is unreachable (503), not a 500."""
+        add_node(self.api, node("n2", addresses=[{"type": "InternalIP", "address": "n\u00e9"}]))
+        code, body, _ = self.api.call("GET", "/api/v1/nodes/n2/proxy/healthz")
+        self.assertEqual((code, body["reason"]), (503, "ServiceUnavailable"))
+        self.assertEqual(body["message"], "error trying to reach service: invalid host 'n\u00e9'")
+
+    def test_not_served_without_forwarder(self):
+        """A server built without a stream forwarder does not serve nodes/proxy."""
+        api = APIHarness(connectors=node_proxy_connector())
+        add_node(api, node())
+        code, body, _ = api.call("GET", "/api/v1/nodes/n1/proxy/healthz")
+        self.assertEqual((code, body["reason"]), (404, "NotFound"))
+
     def test_unknown_node(self):
         code, body, _ = self.api.call("GET", "/api/v1/nodes/nx/proxy/stats/summary")
         self.assertEqual((code, body["message"]), (404, 'nodes "nx" not found'))
@@ -138,7 +163,7 @@ class ProxyTests(SynchronousTestCase):
 
     def test_unreachable(self):
         """A backend that cannot be reached is 503, worded as upstream."""
-        api = APIHarness(connectors=orchlet_connectors(RefusingAgent()))
+        api = APIHarness(streams=StreamForwarder(RefusingAgent()))
         add_node(api, node())
         code, body, _ = api.call("GET", "/api/v1/nodes/n1/proxy/stats/summary")
         self.assertEqual((code, body["reason"]), (503, "ServiceUnavailable"))
@@ -152,7 +177,7 @@ class ProxyTests(SynchronousTestCase):
 
     def test_forbidden_without_nodes_proxy(self):
         """RBAC decides on resource nodes, subresource proxy."""
-        api = APIHarness(rbac=True, connectors=orchlet_connectors(self.agent))
+        api = APIHarness(rbac=True, streams=StreamForwarder(self.agent))
         add_node(api, node())
         api.as_user(ALICE)
         code, body, _ = api.call("GET", "/api/v1/nodes/n1/proxy/stats/summary")
@@ -177,7 +202,7 @@ class PodLogTests(SynchronousTestCase):
     def setUp(self):
         self.orchlet = FakeOrchlet()
         self.agent = RecordingAgent(self.orchlet, "orchlet")
-        self.api = APIHarness(connectors=orchlet_connectors(self.agent))
+        self.api = APIHarness(streams=StreamForwarder(self.agent))
         add_node(self.api, node())
 
     def create(self, obj):
@@ -259,3 +284,92 @@ class PodLogTests(SynchronousTestCase):
         self.create(pod())
         code, body, _ = self.api.call("POST", "/api/v1/namespaces/default/pods/p/log", {})
         self.assertEqual(code, 405)
+
+
+@implementer(IAgent)
+class PendingAgent:
+    """An agent whose answers the test gives: every request waits on a Deferred."""
+
+    def __init__(self):
+        self.requests = []
+
+    def request(self, method, uri, headers=None, bodyProducer=None):
+        d = Deferred(lambda d: self.requests[-1].append("cancelled"))
+        self.requests.append([method, uri, d])
+        return d
+
+
+@implementer(IResponse)
+class StreamedResponse:
+    """A 200 whose body the test writes through C{self.body} (a protocol) as it likes."""
+
+    version = (b"HTTP", 1, 1)
+    code = 200
+    phrase = b"OK"
+    length = UNKNOWN_LENGTH
+    request = previousResponse = None
+
+    def __init__(self):
+        self.headers = Headers({b"content-type": [b"application/octet-stream"]})
+        self.backend = StringTransport()    # the orchlet's connection; records pauses
+        self.body = None
+
+    def deliverBody(self, protocol):
+        self.body = protocol
+        protocol.makeConnection(self.backend)
+
+    def setPreviousResponse(self, response):
+        pass
+
+
+class StreamingTests(SynchronousTestCase):
+    """A followed log over a real APISite connection: paced by the client, stopped with it."""
+
+    def setUp(self):
+        self.agent = PendingAgent()
+        self.api = APIHarness(streams=StreamForwarder(self.agent))
+        add_node(self.api, node())
+        code, body, _ = self.api.call("POST", "/api/v1/namespaces/default/pods", pod())
+        self.assertEqual(code, 201, body)
+        self.transport = StringTransport()
+        self.channel = APISite(self.api.resource, reactor=MemoryReactorClock()).buildProtocol(None)
+        self.channel.makeConnection(self.transport)
+        self.channel.dataReceived(b"GET /api/v1/namespaces/default/pods/p/log?follow=true "
+                                  b"HTTP/1.1\r\nHost: orchd\r\n\r\n")
+        (self.pending,) = self.agent.requests
+
+    def answer(self):
+        response = StreamedResponse()
+        self.pending[2].callback(response)
+        return response
+
+    def test_lines_arrive_as_written(self):
+        """Each chunk the orchlet sends reaches the client at once, as text/plain."""
+        self.assertEqual(self.pending[:2], [b"GET", b"https://10.0.0.1:10250/containerLogs/"
+                                                    b"default/p/c1?follow=true"])
+        response = self.answer()
+        response.body.dataReceived(b"first line\n")
+        self.assertIn(b"content-type: text/plain", self.transport.value().lower())
+        self.assertTrue(self.transport.value().endswith(b"first line\n\r\n"))
+        response.body.dataReceived(b"second line\n")
+        self.assertTrue(self.transport.value().endswith(b"second line\n\r\n"))
+
+    def test_slow_client_pauses_orchlet(self):
+        """A client whose buffer is full pauses the orchlet's connection, and resumes it."""
+        response = self.answer()
+        self.channel.pauseProducing()
+        self.assertEqual(response.backend.producerState, "paused")
+        self.channel.resumeProducing()
+        self.assertEqual(response.backend.producerState, "producing")
+
+    def test_client_leaving_closes_orchlet(self):
+        """A client that leaves mid-stream stops the orchlet's connection."""
+        response = self.answer()
+        response.body.dataReceived(b"first line\n")
+        self.channel.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(response.backend.producerState, "stopped")
+
+    def test_client_leaving_cancels_request(self):
+        """A client that leaves before the orchlet answers cancels the request to it."""
+        self.channel.connectionLost(Failure(ConnectionDone()))
+        self.assertEqual(self.pending[3:], ["cancelled"])
