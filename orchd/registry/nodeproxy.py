@@ -19,7 +19,7 @@ upstream's name, as client models know only it].
 from urllib.parse import quote, urlencode
 
 from orchd.api.errors import StatusError
-from orchd.api.query import query_int, query_text
+from orchd.api.query import query_bool, query_int, query_text
 
 PREFERRED_ADDRESS_TYPES = ("InternalIP", "Hostname", "InternalDNS", "ExternalDNS", "ExternalIP")
 #: The query parameters of C{pods/log} the orchlet's C{/containerLogs} takes.
@@ -199,12 +199,12 @@ def _log_query(args):
     """The log options to pass on, checked as upstream's PodLogOptions validation."""
     query = []
     for key in LOG_PARAMETERS:
+        if key in _BOOLEANS:
+            if query_bool(args, key):
+                query.append((key, "true"))
+            continue
         value = _arg(args, key)
         if not value:
-            continue
-        if key in _BOOLEANS:
-            if value in ("true", "1", "True"):
-                query.append((key, "true"))
             continue
         if key in _POSITIVE:
             number = query_int(args, key)
