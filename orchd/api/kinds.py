@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.api.test_kinds -*-
+# -*- test-case-name: tests.api.test_discovery,tests.api.test_versions,tests.api.test_meta -*-
 """
 Every resource kind the API serves: one row each.
 
