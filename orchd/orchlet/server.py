@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.orchlet.test_endpoint -*-
+# -*- test-case-name: tests.orchlet.test_endpoint,tests.integration.test_orchlet_endpoint,tests.integration.test_orchlet_request_limits -*-
 """
 The orchlet's HTTPS endpoint (port 10250): what the API server, metrics
 scrapers and administrators read from a node.
