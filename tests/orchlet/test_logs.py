@@ -12,7 +12,7 @@ def asked(query):
 
 class LogRequestTests(SynchronousTestCase):
     def test_follow_is_upstreams_bool(self):
-        """follow is true bare or with any value but 0/false in any case, as the kubelet reads it."""
+        """follow is true bare or with any value but 0/false (any case), as the kubelet reads it."""
         for query, follow in ((b"follow", True), (b"follow=true", True), (b"follow=yes", True),
                               (b"follow=%ff", True), (b"follow=0", False),
                               (b"follow=FALSE", False), (b"follow=False", False), (b"", False),

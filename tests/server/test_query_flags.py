@@ -63,7 +63,7 @@ class WatchFlagTests(SynchronousTestCase):
         self.assertEqual([e["type"] for e in stream.events()], ["ADDED", "BOOKMARK"])
 
     def test_send_initial_events_false_is_given(self):
-        """sendInitialEvents=FALSE is given, not absent: NotOlderThan is allowed, no initial events."""
+        """sendInitialEvents=FALSE is given, not absent: NotOlderThan is allowed, no ADDED."""
         rv = self.api.call("GET", CM)[1]["metadata"]["resourceVersion"]
         stream = Stream(self.api, f"{CM}?watch=1&sendInitialEvents=FALSE&{STREAMING}{rv}")
         self.assertEqual(stream.response.code, 200)
@@ -94,7 +94,7 @@ class PrettyTests(SynchronousTestCase):
             self.assertIn(b'\n  "metadata"', self.body(f"{CM}/a?pretty={value}")[1], value)
 
     def test_pretty_yes_and_others_do_not(self):
-        """pretty=yes, a bare pretty, 0, tRUE and hostile bytes leave the answer compact, as upstream."""
+        """pretty=yes, a bare pretty, 0, tRUE and hostile bytes leave the answer compact."""
         for query in ("pretty=yes", "pretty", "pretty=0", "pretty=tRUE", "pretty=%ff%00"):
             code, body = self.body(f"{CM}/a?{query}")
             self.assertEqual(code, 200, query)
