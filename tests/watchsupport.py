@@ -13,7 +13,6 @@ import tempfile
 
 import orjson
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from twisted.trial.unittest import SkipTest
 
 from orchd.api.proto.envelope import MAGIC, codec
 from orchd.api.proto.schema import DEFS, schema
@@ -110,10 +109,6 @@ def summary(obj):
 
 
 def _compile():
-    try:
-        import grpc_tools  # noqa: F401
-    except ImportError:
-        raise SkipTest("grpcio-tools (protoc) is not installed") from None
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "defs.pb")
         process = subprocess.run(

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.admission.test_namespacelifecycle -*-
+# -*- test-case-name: tests.registry.test_kinds -*-
 """
 Namespaced objects need a namespace that exists and is not terminating.
 

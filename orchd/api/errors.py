@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.api.test_errors -*-
+# -*- test-case-name: tests.server.test_client_errors,tests.server.test_handlers -*-
 """
 The one error type of the API: a L{StatusError} carries a v1 C{Status}.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.api.test_kinds -*-
+# -*- test-case-name: tests.api.test_discovery,tests.api.test_versions,tests.api.test_meta -*-
 """
 What describes a served kind at the API level: L{KindInfo}, the verbs and
 subresources it may have, the name rules, and the API group names.

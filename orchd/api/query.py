@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.api.test_query -*-
+# -*- test-case-name: tests.api.test_query,tests.server.test_query_flags -*-
 """
 Query parameters, parsed and read as the API reads them.
 
@@ -10,6 +10,13 @@ is the client's error, a 400 naming the parameter, never a 500.
 
 Only the first value of a repeated parameter counts, as upstream's
 conversions take C{values[0]}.
+
+Booleans are read here and nowhere else, with upstream's two rules: every
+option (C{watch}, C{allowWatchBookmarks}, C{sendInitialEvents}, C{force},
+C{orphanDependents}, C{follow}, ...) as C{Convert_Slice_string_To_bool}
+converts it (L{query_bool}: only C{0} and C{false}, in any case, are
+false; C{?watch} with no value is true), and C{pretty} as Go's
+C{strconv.ParseBool} reads it (L{query_parse_bool}).
 """
 
 from urllib.parse import unquote_to_bytes
@@ -19,7 +26,8 @@ from orchd.api.errors import StatusError
 #: Go's int64 range: upstream parses every integer option into one.
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
-_TRUE = (b"true", b"1", b"True")
+#: What Go's C{strconv.ParseBool} reads as true; upstream reads C{pretty} so.
+_PARSE_BOOL_TRUE = frozenset((b"1", b"t", b"T", b"TRUE", b"true", b"True"))
 
 
 def parse_query(query):
@@ -133,10 +141,50 @@ def is_revision(text):
     return len(significant) < 19 or (len(significant) == 19 and int(significant) <= INT64_MAX)
 
 
-def query_bool(args, name):
-    """True when the first value of C{name} is C{true}, C{True} or C{1}."""
+def query_bool(args, name, default=False, strict=True):
+    """
+    The first value of C{name} as upstream converts a query value to a bool
+    (C{Convert_Slice_string_To_bool}): C{0} and C{false} in any case are
+    false, anything else is true, an empty value (C{?watch}) too.
+
+    @param default: the answer when C{name} is absent; None keeps absent
+        apart from false, as upstream's C{*bool} options (C{sendInitialEvents},
+        C{force}, C{orphanDependents}) do.
+    @param strict: False where no 400 can be answered (classifying a
+        request, the node agent's own query): the value is then read as it
+        comes, as upstream reads it.
+    @raise StatusError: 400 when C{strict} and the value is not UTF-8 or
+        holds a NUL character, as for every parameter a handler reads.
+    """
     raw = _first(args, name)
-    return raw is not None and raw in _TRUE
+    if raw is None:
+        return default
+    if raw.isascii() and b"\x00" not in raw:
+        return raw != b"0" and raw.lower() != b"false"
+    text = _decode(name, raw) if strict else raw.decode("utf-8", "replace")
+    # Go's strings.EqualFold: "fal\u017fe" is false too (the long s folds to s).
+    return text.casefold() != "false"
+
+
+def query_present(args, name):
+    """
+    True when C{name} is in the query at all, whatever its value.
+
+    Upstream's health checks answer verbosely for any C{verbose}, even
+    C{verbose=false}, as they ask only whether it is there.
+    """
+    return name.encode("ascii") in args
+
+
+def query_parse_bool(args, name):
+    """
+    The first value of C{name} as Go's C{strconv.ParseBool} reads it, which
+    upstream uses for C{pretty} alone: C{1}, C{t}, C{T}, C{TRUE}, C{true} and
+    C{True} are true; anything else, or nothing, is false. Never raises: it
+    is read while writing any answer, errors included.
+    """
+    raw = _first(args, name)
+    return raw is not None and raw in _PARSE_BOOL_TRUE
 
 
 def _quote(value):

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.controllers.test_taineviction -*-
+# -*- test-case-name: tests.controllers.test_tainteviction,tests.controllers.test_nodelifecycle,tests.admission.test_defaulttolerationseconds -*-
 """
 Node taints and pod tolerations: the well-known keys and the matching rule.
 

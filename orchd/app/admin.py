@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.app.test_admin -*-
+# -*- test-case-name: tests.app.test_admin,tests.integration.test_admin -*-
 """
 C{orchd-admin}: offline administration of an orchd store.
 

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.auth.test_authn,tests.auth.test_authz -*-
 """The authentication and authorization seams."""
 
 import enum

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.client.test_tls -*-
+# -*- test-case-name: tests.integration.test_client_tls -*-
 """
 An HTTPS client for the API server an orchconfig names.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.controllers.test_manager -*-
+# -*- test-case-name: tests.app.test_leadership,tests.controllers.test_nodelifecycle,tests.controllers.test_tokencleaner -*-
 """Which controllers run, from C{--controllers}: C{*}, names and C{-name}."""
 
 from orchd.controllers.bootstrapsigner import BootstrapSigner

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.controllers.test_namespaces -*-
+# -*- test-case-name: tests.registry.test_kinds -*-
 """
 The namespace controller: a terminating namespace is emptied, then removed.
 

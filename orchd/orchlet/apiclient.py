@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.orchlet.test_apiclient -*-
+# -*- test-case-name: tests.integration.test_orchlet_agent,tests.integration.test_node_join -*-
 """
 The node agent's one way to talk HTTPS to the API server (and webhooks).
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.orchlet.test_endpoint -*-
+# -*- test-case-name: tests.orchlet.test_logs,tests.orchlet.test_endpoint -*-
 """
 The orchlet's two log endpoints: container logs, and the node's log directory.
 
@@ -17,12 +17,12 @@ from urllib.parse import quote
 from twisted.internet.defer import maybeDeferred
 from twisted.internet.task import deferLater
 
+from orchd.api.query import query_bool
 from orchd.orchlet.runtime import UnknownContainer
 
 
 #: How often a followed log is read again for what was added.
 FOLLOW_INTERVAL = 0.5
-_TRUE = (b"true", b"1", b"True")
 
 
 class LogError(Exception):
@@ -69,7 +69,7 @@ class LogRequest:
         self.limit_bytes = _non_negative(args, "limitBytes")
         if self.limit_bytes == 0:
             raise LogError(400, "limitBytes: must be greater than 0")
-        self.follow = args.get(b"follow", [b""])[0] in _TRUE
+        self.follow = query_bool(args, "follow", strict=False)
 
 
 async def read_log(runtime, namespace, pod, container):

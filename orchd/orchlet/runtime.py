@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.orchlet.test_runtime -*-
+# -*- test-case-name: tests.orchlet.test_simulated -*-
 """
 The container runtime interface: what the node agent asks of whatever runs
 containers.

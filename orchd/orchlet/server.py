@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.orchlet.test_endpoint -*-
+# -*- test-case-name: tests.orchlet.test_endpoint,tests.integration.test_orchlet_endpoint,tests.integration.test_orchlet_request_limits -*-
 """
 The orchlet's HTTPS endpoint (port 10250): what the API server, metrics
 scrapers and administrators read from a node.
@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
+from orchd.api.query import parse_query
 from orchd.orchlet import metrics
 from orchd.orchlet.auth import (
     AuthorizationError, OrchletAuth, Unauthenticated, clean_path,
@@ -76,6 +77,9 @@ class OrchletResource(Resource):
 
     async def _handle(self, request):
         path = clean_path(request.path.decode("latin-1"))
+        # The query as Go splits it, as the API server reads its own:
+        # twisted.web drops C{?follow} (no C{=}), which upstream reads as true.
+        request.args = parse_query(request.uri.partition(b"?")[2])
         try:
             await self._admit(request, path)
             answer = await self._route(request, path)

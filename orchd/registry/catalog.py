@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_catalog -*-
+# -*- test-case-name: tests.server.test_handlers,tests.api.test_discovery -*-
 """
 The served resources and the registry that serves each.
 

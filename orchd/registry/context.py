@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_generic -*-
+# -*- test-case-name: tests.server.test_handlers -*-
 """What the registry knows of the request it serves."""
 
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_generic -*-
+# -*- test-case-name: tests.server.test_handlers,tests.server.test_apply,tests.registry.test_stale_rewrite -*-
 """
 The one store every kind goes through: create, read, update, delete on IStore.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_generic -*-
+# -*- test-case-name: tests.server.test_handlers,tests.server.test_watch,tests.registry.test_options -*-
 """
 The reading half of the generic store: get, list (paged, selected, from the
 watch cache when the client allows) and the start of a watch.

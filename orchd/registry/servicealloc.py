@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_servicealloc -*-
+# -*- test-case-name: tests.registry.test_service -*-
 """
 What a Service holds from the shared ranges: its cluster IP and node ports.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_generic -*-
+# -*- test-case-name: tests.registry.test_kinds,tests.server.test_handlers -*-
 """
 Per-kind rules behind one generic store.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_discovery -*-
+# -*- test-case-name: tests.api.test_openapi,tests.api.test_groups,tests.server.test_handlers -*-
 """
 Serving discovery and OpenAPI: C{/version}, C{/api}, C{/apis/...}, C{/openapi/...}.
 

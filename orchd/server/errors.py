@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_errors -*-
+# -*- test-case-name: tests.server.test_client_errors -*-
 """
 The one place an error becomes a response.
 

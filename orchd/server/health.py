@@ -16,6 +16,7 @@ from twisted.internet.defer import Deferred, TimeoutError, maybeDeferred
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
 
+from orchd.api.query import query_present
 from orchd.server.response import write_text
 
 ENDPOINTS = ("healthz", "livez", "readyz")
@@ -190,7 +191,7 @@ class Health:
             lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
         if failed:
             write_text(request, 500, "\n".join(lines) + "\nhealthz check failed\n")
-        elif b"verbose" in request.args:
+        elif query_present(request.args, "verbose"):
             write_text(request, 200, "\n".join(lines) + "\nhealthz check passed\n")
         else:
             write_text(request, 200, "ok")

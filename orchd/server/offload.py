@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_offload -*-
+# -*- test-case-name: tests.server.test_bodies,tests.integration.test_hostile_bodies -*-
 """
 One worker thread for request work too heavy for the reactor thread.
 

@@ -10,6 +10,7 @@ non-resource request whose verb is the lowercase HTTP method.
 """
 
 from orchd.api.groups import canonical_group
+from orchd.api.query import query_bool
 
 _METHOD_VERBS = {
     b"GET": "get",
@@ -22,7 +23,6 @@ _METHOD_VERBS = {
 
 # Path segments after /namespaces/<name>/ that address the namespace itself.
 _NAMESPACE_SUBRESOURCES = frozenset(("status", "finalize"))
-_TRUE = frozenset((b"true", b"1", b"True"))
 
 
 class RequestInfo:
@@ -111,18 +111,14 @@ def parse_request_info(method, path, args):
         info.resource = rest[0]
 
     if not info.name and info.verb == "get":
-        info.verb = "watch" if _query_true(args, b"watch") else "list"
+        # As upstream, a watch value that is not even text still names a watch.
+        info.verb = "watch" if query_bool(args, "watch", strict=False) else "list"
         name = _exact_name(args)
         if name:
             info.name = name
     elif not info.name and info.verb == "delete":
         info.verb = "deletecollection"
     return info
-
-
-def _query_true(args, key):
-    values = args.get(key)
-    return bool(values) and values[0] in _TRUE
 
 
 def _exact_name(args):

@@ -2,14 +2,13 @@
 """Writing responses: objects in the negotiated media type, and plain text."""
 
 from orchd.api import codecs
+from orchd.api.query import query_parse_bool
 from orchd.server.negotiation import negotiate
-
-_TRUE = (b"true", b"1", b"True")
 
 
 def wants_pretty(request):
-    values = request.args.get(b"pretty")
-    return bool(values) and values[0] in _TRUE
+    """True when C{pretty} asks for indented output, read as upstream reads it."""
+    return query_parse_bool(request.args, "pretty")
 
 
 def write_object(request, code, obj, warnings=()):

@@ -1,3 +1,4 @@
+# -*- test-case-name: tests.server.test_watch,tests.server.test_bodies -*-
 """The parts of the configuration request handlers read."""
 
 from twisted.internet.defer import maybeDeferred

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_site -*-
+# -*- test-case-name: tests.server.test_handlers,tests.server.test_client_errors,tests.server.test_channel -*-
 """
 The API server's twisted.web Site: every request's way through the server.
 

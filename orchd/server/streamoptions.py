@@ -10,12 +10,8 @@ a 400 naming the parameter; whether a well-typed value is allowed is the
 registry's to say.
 """
 
-from orchd.api.query import query_int, query_text
+from orchd.api.query import query_bool, query_int, query_text
 from orchd.registry.streams import PodLogOptions, ProxyOptions
-
-#: [COMPAT] The spellings of true that C{pods/log} flags have always taken.
-_TRUE = ("true", "1", "True")
-
 
 def proxy_options(request, info):
     """
@@ -43,18 +39,14 @@ def log_options(request, info):
     args = request.args
     return PodLogOptions(
         container=query_text(args, "container"),
-        follow=_flag(args, "follow"),
-        previous=_flag(args, "previous"),
-        timestamps=_flag(args, "timestamps"),
+        follow=query_bool(args, "follow"),
+        previous=query_bool(args, "previous"),
+        timestamps=query_bool(args, "timestamps"),
         since_seconds=query_int(args, "sinceSeconds", None),
         since_time=query_text(args, "sinceTime"),
         tail_lines=query_int(args, "tailLines", None),
         limit_bytes=query_int(args, "limitBytes", None),
     )
-
-
-def _flag(args, name):
-    return query_text(args, name) in _TRUE
 
 
 _READERS = {ProxyOptions: proxy_options, PodLogOptions: log_options}

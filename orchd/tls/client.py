@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.client.test_tls -*-
+# -*- test-case-name: tests.integration.test_client_tls -*-
 """
 TLS for orchd's HTTPS clients: trust the cluster CA, present a client certificate.
 

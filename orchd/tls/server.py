@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.integration.test_tls -*-
+# -*- test-case-name: tests.integration.test_server,tests.integration.test_client_tls -*-
 """
 TLS for listeners: the serving certificate, and client certificates checked
 against the client CA during the handshake.

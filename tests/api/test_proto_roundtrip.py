@@ -9,7 +9,7 @@ import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from twisted.trial.unittest import SkipTest, SynchronousTestCase
+from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.registry.kinds.builtin import KINDS
 from orchd.api.proto import specials
@@ -128,10 +128,6 @@ class IndependentEncoderTests(SynchronousTestCase):
     """protoc, compiling our own .proto files, encodes; we decode."""
 
     def protoc_encode(self, message, text):
-        try:
-            import grpc_tools  # noqa: F401
-        except ImportError:
-            raise SkipTest("grpcio-tools (protoc) is not installed") from None
         process = subprocess.run(
             [sys.executable, "-m", "grpc_tools.protoc", f"-I{DEFS}", f"--encode={message}",
              *_files_for(message)], input=text.encode(), capture_output=True)

@@ -10,6 +10,8 @@ from orchd.api.query import (
     parse_query,
     query_bool,
     query_int,
+    query_parse_bool,
+    query_present,
     query_text,
 )
 
@@ -112,11 +114,56 @@ class QueryIntTests(SynchronousTestCase):
 
 
 class OtherReadsTests(SynchronousTestCase):
-    def test_bool(self):
-        """true, True and 1 are true; anything else, hostile bytes included, is false."""
-        args = parse_query(b"a=true&b=1&c=True&d=%ff&e=yes&f")
-        self.assertEqual([query_bool(args, n) for n in "abcdefg"],
-                         [True, True, True, False, False, False, False])
+    def test_bool_false_only_for_0_and_false(self):
+        """Only 0 and false in any case are false; any other value, yes and empty too, is true."""
+        args = parse_query(b"a=false&b=FALSE&c=False&d=fAlSe&e=0&f=fal%C5%BFe"
+                           b"&g=true&h=1&i=True&j=yes&k&l=&m=off&n=00&o=no&p=%20false")
+        self.assertEqual({n: query_bool(args, n) for n in "abcdefghijklmnop"},
+                         dict(zip("abcdefghijklmnop", [False] * 6 + [True] * 10)))
+
+    def test_bool_absent_is_default(self):
+        """An absent parameter is the default: False, or None to keep absent apart from false."""
+        args = parse_query(b"watch=0")
+        self.assertIs(query_bool(args, "watch", None), False)
+        self.assertIs(query_bool(args, "sendInitialEvents"), False)
+        self.assertIsNone(query_bool(args, "sendInitialEvents", None))
+        self.assertIs(query_bool(parse_query(b"sendInitialEvents"), "sendInitialEvents", None),
+                      True)
+
+    def test_bool_first_value_counts(self):
+        """Of a repeated parameter only the first value counts."""
+        self.assertFalse(query_bool(parse_query(b"watch=0&watch=true"), "watch"))
+        self.assertTrue(query_bool(parse_query(b"watch&watch=false"), "watch"))
+
+    def test_bool_strict_refuses_what_is_not_text(self):
+        """Read strictly, a value that is not UTF-8 or holds a NUL is a 400 naming it."""
+        for raw, reason in ((b"%ff", "not valid UTF-8"), (b"tr%00ue", "must not contain a "
+                                                          "NUL character")):
+            error = self.assertRaises(StatusError, query_bool, parse_query(b"force=" + raw),
+                                      "force")
+            self.assertEqual((error.code, error.message),
+                             (400, f'invalid value for query parameter "force": {reason}'))
+
+    def test_bool_lenient_reads_any_bytes(self):
+        """Read leniently, hostile bytes are simply not false, as upstream reads them."""
+        for raw in (b"%ff", b"%00", b"%c0%80", b"false%00"):
+            self.assertTrue(query_bool(parse_query(b"watch=" + raw), "watch", strict=False), raw)
+        self.assertFalse(query_bool(parse_query(b"watch=FAL%C5%BFE"), "watch", strict=False))
+
+    def test_present(self):
+        """A parameter is present with any value, an empty one or false too."""
+        args = parse_query(b"verbose=false&exclude")
+        self.assertEqual([query_present(args, n) for n in ("verbose", "exclude", "pretty")],
+                         [True, True, False])
+
+    def test_parse_bool(self):
+        """pretty's rule, Go's ParseBool: 1, t, T, TRUE, true, True; nothing else, yes included."""
+        for raw in (b"1", b"t", b"T", b"TRUE", b"true", b"True"):
+            self.assertTrue(query_parse_bool(parse_query(b"pretty=" + raw), "pretty"), raw)
+        for raw in (b"yes", b"", b"tRUE", b"on", b"0", b"false", b"%ff", b"true%00"):
+            self.assertFalse(query_parse_bool(parse_query(b"pretty=" + raw), "pretty"), raw)
+        self.assertFalse(query_parse_bool(parse_query(b"pretty"), "pretty"))
+        self.assertFalse(query_parse_bool({}, "pretty"))
 
     def test_is_revision(self):
         """A revision is ASCII digits within int64: what every store can be asked for."""

@@ -80,16 +80,24 @@ class ParsingTests(SynchronousTestCase):
             "/registry/apps/deployments/ns/d").writes_plaintext)
 
     def test_upstream_api_version(self):
-        """apiserver.config.k8s.io/v1, upstream's spelling, is accepted too."""
-        parse_encryption_config(document(rule(["secrets"], aes()),
-                                         api_version="apiserver.config.k8s.io/v1"))
+        """apiserver.config.k8s.io/v1, upstream's spelling, is accepted too, rules and all."""
+        config = parse_encryption_config(document(rule(["secrets"], aes()),
+                                                  api_version="apiserver.config.k8s.io/v1"))
+        self.assertEqual(config.describe(), ["secrets: aesgcm(k1)"])
+        self.assertTrue(config.transformer_for("/registry/secrets/ns/s").to_storage(
+            VALUE, "/registry/secrets/ns/s").startswith(b"k8s:enc:aesgcm:v1:k1:"))
 
     def test_key_sizes(self):
         """aesgcm and aescbc take 16, 24 or 32 bytes; secretbox 32."""
         key24 = base64.b64encode(b"x" * 24).decode()
         for kind, secret in (("aesgcm", KEY16), ("aesgcm", key24), ("aescbc", KEY16),
                              ("aescbc", KEY32), ("secretbox", KEY32)):
-            parse_encryption_config(document(rule(["secrets"], aes(kind, ("k", secret)))))
+            config = parse_encryption_config(document(rule(["secrets"], aes(kind, ("k", secret)))))
+            transformer = config.transformer_for("/registry/secrets/ns/s")
+            stored = transformer.to_storage(VALUE, "/registry/secrets/ns/s")
+            self.assertTrue(stored.startswith(f"k8s:enc:{kind}:v1:k:".encode()), kind)
+            self.assertEqual(transformer.from_storage(stored, "/registry/secrets/ns/s"),
+                             (VALUE, False), kind)
 
     def test_describe_names_no_secret(self):
         """The start-up summary names resources, providers and key names only."""

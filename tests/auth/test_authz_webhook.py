@@ -1,22 +1,19 @@
 """
 Tests for L{orchd.auth.authz.webhook}: decisions, caching and failures with a
-fake HTTP client and a L{Clock}, then once end to end over real TLS.
+fake HTTP client and a L{Clock}. The end-to-end run over real TLS is in
+L{tests.integration.test_authz_webhook}.
 """
 
 import json
 
-from twisted.internet import reactor
 from twisted.internet.defer import CancelledError, Deferred, fail, succeed
 from twisted.internet.error import ConnectionRefusedError
-from twisted.internet.ssl import Certificate, CertificateOptions, PrivateCertificate
 from twisted.internet.task import Clock
 from twisted.logger import Logger
-from twisted.trial.unittest import SynchronousTestCase, TestCase
-from twisted.web.resource import Resource
-from twisted.web.server import Site
+from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
-from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
+from orchd.tls.certs import certificate_pem, create_ca, issue_certificate
 from orchd.auth.attributes import Attributes
 from orchd.auth.authz.webhook import (
     ExpiringCache, WebhookAuthorizer, parse_status, review_body, review_spec,
@@ -321,66 +318,3 @@ class ConfigTests(SynchronousTestCase):
             message = str(caught.exception)
             self.assertIn(text, message)
             self.assertNotIn("\n", message)
-
-
-class SubjectAccessReviews(Resource):
-    """A webhook service: allows alice, denies mallory, has no opinion on others."""
-
-    isLeaf = True
-
-    def __init__(self):
-        super().__init__()
-        self.reviews = []
-
-    def render_POST(self, request):
-        peer = request.transport.getPeerCertificate()
-        review = json.loads(request.content.read())
-        self.reviews.append((peer.get_subject().CN, request.path, review))
-        user = review["spec"].get("user")
-        status = {"allowed": user == "alice"}
-        if user == "mallory":
-            status.update(denied=True, reason="mallory is banned")
-        request.setHeader(b"content-type", b"application/json")
-        return json.dumps({"apiVersion": review["apiVersion"], "kind": "SubjectAccessReview",
-                           "status": status}).encode()
-
-
-class RealTLSTests(TestCase):
-    async def test_end_to_end(self):
-        """Over mutual TLS the service's allow and deny arrive, and a repeat is cached."""
-        ca, ca_key = create_ca("webhook-ca")
-        server_cert, server_key = issue_certificate(ca, ca_key, "authz", names=["127.0.0.1"],
-                                                    server=True)
-        client_cert, client_key = issue_certificate(ca, ca_key, "orchd-apiserver", client=True)
-        server = PrivateCertificate.loadPEM(certificate_pem(server_cert)
-                                            + private_key_pem(server_key))
-        options = CertificateOptions(
-            privateKey=server.privateKey.original, certificate=server.original, verify=True,
-            caCerts=[Certificate.loadPEM(certificate_pem(ca)).original],
-            requireCertificate=True)
-        service = SubjectAccessReviews()
-        port = reactor.listenSSL(0, Site(service), options, interface="127.0.0.1")
-        self.addCleanup(port.stopListening)
-        config = self.mktemp()
-        write_orchconfig(config, f"https://127.0.0.1:{port.getHost().port}/authorize",
-                         certificate_pem(ca), certificate_pem(client_cert),
-                         private_key_pem(client_key))
-        authorizer = WebhookAuthorizer.from_config_file(config, reactor, version="v1")
-        self.addCleanup(authorizer.close)
-
-        def pods(name):
-            return Attributes(UserInfo(name, (AUTHENTICATED,)), "list", namespace="a",
-                              resource="pods")
-
-        self.assertEqual(await authorizer.authorize(pods("alice")), (Decision.ALLOW, ""))
-        self.assertEqual(await authorizer.authorize(pods("mallory")),
-                         (Decision.DENY, "mallory is banned"))
-        self.assertEqual(await authorizer.authorize(pods("alice")), (Decision.ALLOW, ""))
-        self.assertEqual(await authorizer.authorize(pods("mallory")),
-                         (Decision.DENY, "mallory is banned"))
-        self.assertEqual(len(service.reviews), 2)
-        subject, path, review = service.reviews[0]
-        self.assertEqual((subject, path), ("orchd-apiserver", b"/authorize"))
-        self.assertEqual(review["spec"], {
-            "resourceAttributes": {"namespace": "a", "verb": "list", "resource": "pods"},
-            "user": "alice", "groups": [AUTHENTICATED]})

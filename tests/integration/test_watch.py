@@ -5,6 +5,7 @@ reader, and every kind of frame in JSON and protobuf streams.
 
 import os
 
+import kubernetes
 from twisted.internet import defer, protocol, reactor, threads
 from twisted.internet.endpoints import SSL4ClientEndpoint
 from twisted.internet.interfaces import IHandshakeListener
@@ -19,11 +20,6 @@ from tests.watchsupport import (
     PROTOBUF_WATCH, ProtocDecoder, json_events, own_protobuf_events, summary,
 )
 
-try:
-    import kubernetes
-except ImportError:  # pragma: no cover - the test extra installs it
-    kubernetes = None
-
 CM = "/api/v1/namespaces/default/configmaps"
 
 
@@ -31,8 +27,6 @@ class PythonClientTests(TestCase):
     timeout = 60
 
     async def setUp(self):
-        if kubernetes is None:
-            raise SkipTest("the kubernetes Python client is not installed")
         self.server = await RunningControlPlane(self).start()
 
     def api(self):
@@ -165,7 +159,7 @@ class KubectlWatchTests(TestCase):
     timeout = 60
 
     async def test_kubectl_get_w(self):
-        """kubectl get -w prints objects created after it started."""
+        """kubectl get -w prints a row for an object created, then changed, after it started."""
         binary = kubectl()
         if binary is None:
             raise SkipTest("kubectl is not installed")
@@ -181,8 +175,16 @@ class KubectlWatchTests(TestCase):
         cache = server.plane.catalog.caches["/registry/configmaps/"]
         while not cache.watchers:
             await sleep(0.05)
-        await server.call("POST", CM, {"metadata": {"name": "seen-by-kubectl"}})
-        await output.wait_for(b"seen-by-kubectl")
+        await server.call("POST", CM, {"metadata": {"name": "seen-by-kubectl"},
+                                       "data": {"a": "1", "b": "2"}})
+        created = await output.wait_for_row(b"seen-by-kubectl")
+        self.assertEqual(output.rows()[0], ["NAME", "DATA", "AGE"])
+        self.assertEqual(created[:2], ["seen-by-kubectl", "2"])
+        await server.call("PATCH", CM + "/seen-by-kubectl", {"data": {"c": "3"}},
+                          headers={b"content-type": [b"application/merge-patch+json"]})
+        changed = await output.wait_for_row(b"seen-by-kubectl", after=created)
+        self.assertEqual(changed[:2], ["seen-by-kubectl", "3"])
+        self.assertFalse(output.ended.called, "kubectl get -w stopped watching")
 
 
 class Collector(protocol.ProcessProtocol):
@@ -208,6 +210,23 @@ class Collector(protocol.ProcessProtocol):
         self._waiting.append((needle, d))
         self._check()
         return d
+
+    def rows(self):
+        """The whole lines printed so far, split into columns."""
+        return [line.split() for line in self.data.decode().split("\n")[:-1]]
+
+    async def wait_for_row(self, name, after=None, seconds=30):
+        """The first whole row for C{name} printed after row C{after}; fails after C{seconds}."""
+        for _ in range(int(seconds / 0.05)):
+            rows = [row for row in self.rows() if row[:1] == [name.decode()]]
+            if after in rows:
+                rows = rows[rows.index(after) + 1:]
+            elif after is not None:
+                rows = []
+            if rows:
+                return rows[0]
+            await sleep(0.05)
+        raise AssertionError(f"no row for {name!r} after {after!r} in {self.data!r}")
 
     def processEnded(self, reason):
         self.ended.callback(None)

@@ -228,6 +228,19 @@ class PodLogTests(SynchronousTestCase):
                          [b"https://10.0.0.1:10250/containerLogs/default/p/b"
                           b"?timestamps=true&limitBytes=10"])
 
+    def test_log_flags_follow_upstream(self):
+        """follow, previous and timestamps are true unless 0 or false, a bare name too."""
+        self.create(pod())
+        for query, passed in (("follow&previous=0&timestamps=FALSE", b"?follow=true"),
+                              ("follow=yes&timestamps&previous=False",
+                               b"?follow=true&timestamps=true"),
+                              ("previous=True&follow=false", b"?previous=true")):
+            del self.agent.urls[:]
+            code, _, _ = self.api.call("GET", "/api/v1/namespaces/default/pods/p/log?" + query)
+            self.assertEqual(code, 200, query)
+            self.assertEqual(self.agent.urls,
+                             [b"https://10.0.0.1:10250/containerLogs/default/p/c1" + passed])
+
     def test_several_containers(self):
         self.create(pod(containers=("a", "b")))
         code, body, _ = self.api.call("GET", "/api/v1/namespaces/default/pods/p/log")

@@ -27,6 +27,16 @@ class RequestInfoTests(SynchronousTestCase):
                          "deletecollection")
         self.assertEqual(info(b"DELETE", "/api/v1/namespaces/a/configmaps/x").verb, "delete")
 
+    def test_watch_flag_follows_upstream(self):
+        """watch with no value or any value but 0/false (any case) is a watch, even bytes."""
+        path = "/api/v1/namespaces/a/configmaps"
+        args = {b"watch": [b""]}
+        self.assertEqual(parse_request_info(b"GET", path, args).verb, "watch")
+        for value, verb in (("yes", "watch"), ("True", "watch"), ("0", "list"),
+                            ("FALSE", "list"), ("False", "list"), ("false", "list")):
+            self.assertEqual(info(b"GET", path, watch=value).verb, verb, value)
+        self.assertEqual(parse_request_info(b"GET", path, {b"watch": [b"\xff"]}).verb, "watch")
+
     def test_method_verbs(self):
         """POST, PUT, PATCH and HEAD map to create, update, patch and get."""
         path = "/api/v1/namespaces/a/configmaps/x"

@@ -41,13 +41,14 @@ class PodLogOptionsTests(SynchronousTestCase):
     URI = b"/api/v1/namespaces/default/pods/p/log?"
 
     def test_types(self):
-        """Text, flags and 64-bit integers are read by type; absent ones keep their defaults."""
+        """Text, flags (upstream's rule: anything but 0/false is true) and 64-bit integers
+        are read by type; absent ones keep their defaults."""
         options = read(PodLogOptions, self.URI + b"container=c&follow=True&previous=1"
                                                  b"&timestamps=yes&tailLines=%2B05&limitBytes=")
         self.assertEqual((options.container, options.follow, options.previous,
                           options.timestamps, options.tail_lines, options.limit_bytes,
                           options.since_seconds, options.since_time),
-                         ("c", True, True, False, 5, None, None, ""))
+                         ("c", True, True, True, 5, None, None, ""))
 
     def test_wrong_types(self):
         """A value that is not UTF-8, holds a NUL or is no int64 is a 400 naming it."""

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.auth.test_authz_webhook -*-
+# -*- test-case-name: tests.auth.test_authz_webhook,tests.integration.test_authz_webhook -*-
 """
 Webhook mode: ask a remote service by POSTing a SubjectAccessReview.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_configdata -*-
+# -*- test-case-name: tests.registry.test_kinds -*-
 """
 ConfigMaps and Secrets: key rules, the size bound, and C{immutable}.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_controllerrevision -*-
+# -*- test-case-name: tests.registry.test_kinds -*-
 """
 ControllerRevisions: immutable snapshots of state.
 

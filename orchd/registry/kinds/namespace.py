@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.registry.test_namespace -*-
+# -*- test-case-name: tests.registry.test_kinds -*-
 """
 Namespaces: always labelled with their own name, and deleted in two steps.
 

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_site -*-
+# -*- test-case-name: tests.server.test_handlers,tests.auth.test_authz -*-
 """Authorization of a request: allowed, or a 403 worded as clients know it."""
 
 from twisted.logger import Logger

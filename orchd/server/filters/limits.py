@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_site -*-
+# -*- test-case-name: tests.server.test_limits -*-
 """
 Bounds on concurrent work: requests in flight, split into reads and writes.
 

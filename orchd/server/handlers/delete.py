@@ -27,8 +27,8 @@ async def delete_options(scope):
     if policy is not None and policy not in _POLICIES:
         errors.append(FieldError.not_supported("propagationPolicy", policy, _POLICIES))
     orphan = document.get("orphanDependents")
-    if orphan is None and scope.query("orphanDependents"):
-        orphan = scope.query_bool("orphanDependents")
+    if orphan is None:
+        orphan = scope.query_bool("orphanDependents", None)
     if orphan is not None and policy is not None:
         errors.append(FieldError.invalid(
             "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be "

@@ -48,7 +48,7 @@ def _check_list(scope, options):
             errors.append(FieldError.forbidden(
                 "resourceVersionMatch", 'resourceVersionMatch "exact" is forbidden for '
                 'resourceVersion "0"'))
-    if scope.query("sendInitialEvents"):
+    if scope.query_bool("sendInitialEvents", None) is not None:
         errors.append(FieldError.forbidden(
             "sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if errors:

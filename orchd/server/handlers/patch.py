@@ -57,8 +57,8 @@ async def handle(scope):
     if media not in PATCH_TYPES:
         raise StatusError.unsupported_media_type(media, PATCH_TYPES)
     apply = media == APPLY_PATCH
-    force = scope.query("force")
-    if force and not apply:
+    force = scope.query_bool("force", None)
+    if force is not None and not apply:
         raise StatusError.invalid("PatchOptions", "meta.k8s.io", "", [FieldError.forbidden(
             "force", "may not be specified for non-apply patch")])
     scope.write_options("PatchOptions", apply=apply)
@@ -66,7 +66,7 @@ async def handle(scope):
     if apply:
         applied = await _applied_config(scope, body)
         result, created = await scope.provider.apply(
-            scope.ctx, info.name, applied, scope.query_bool("force"), info.subresource)
+            scope.ctx, info.name, applied, bool(force), info.subresource)
         scope.respond(201 if created else 200, result)
         return
     document, messages = await scope.decode(body, codecs.JSON)

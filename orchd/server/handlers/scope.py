@@ -64,8 +64,12 @@ class RequestScope:
         """The first value of query parameter C{name} as text (400 if not UTF-8, or NUL)."""
         return query_text(self.request.args, name, default)
 
-    def query_bool(self, name):
-        return query_bool(self.request.args, name)
+    def query_bool(self, name, default=False):
+        """
+        The first value of C{name} as upstream converts it to a bool (400 if
+        not UTF-8, or NUL); C{default} when absent (None: keep absent apart).
+        """
+        return query_bool(self.request.args, name, default)
 
     def query_int(self, name, default=0):
         """The first value of C{name} as an int64, as upstream parses it (400 if not)."""

@@ -21,7 +21,6 @@ from orchd.server.handlers.list import list_options
 from orchd.server.negotiation import watch_format
 
 log = Logger()
-_TRUE = ("true", "1")
 _NOT_OLDER_THAN = "NotOlderThan"
 #: The longest a watch lasts, whatever its timeoutSeconds asks (one day).
 MAX_WATCH_TIMEOUT = 24 * 3600
@@ -42,9 +41,8 @@ class WatchOptions:
 def watch_options(scope, min_request_timeout):
     """Read and validate the watch parameters (422 on ListOptions as upstream)."""
     options = list_options(scope, watching=True)
-    initial_text = scope.query("sendInitialEvents")
-    send_initial = None if initial_text == "" else initial_text in _TRUE
-    allow_bookmarks = scope.query("allowWatchBookmarks") in _TRUE
+    send_initial = scope.query_bool("sendInitialEvents", None)
+    allow_bookmarks = scope.query_bool("allowWatchBookmarks")
     errors = []
     match = options.resource_version_match
     if send_initial is not None:

@@ -8,7 +8,8 @@ from orchd.app.orchletsettings import orchlet_settings
 from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.simulated import SimulatedRuntime
 from tests.integration.support import RunningControlPlane
-from tests.orchlet import test_endpoint
+from tests.integration.test_orchlet_endpoint import TLSEndpoint
+from tests.orchlet.test_endpoint import pki
 
 
 class ServerAPI:
@@ -21,17 +22,15 @@ class ServerAPI:
         return await self.server.call(method, path, body)
 
 
-class RealWebhookTests(TestCase):
+class RealWebhookTests(TLSEndpoint, TestCase):
     timeout = 60
-    request = test_endpoint.EndpointTests.request
-    call = test_endpoint.EndpointTests.call
 
     async def test_real_access_review(self):
         """The API server's RBAC decides: anonymous may not read node stats."""
         server = await RunningControlPlane(self).start()
         config = orchlet_settings(Config(data_dir=self.mktemp(), orchlet_port=0,
                                          orchlet_authorization_mode="Webhook"))
-        keys = test_endpoint.pki()
+        keys = pki()
         self.endpoint = OrchletEndpoint(reactor, config, SimulatedRuntime(reactor), "n1",
                                         *keys["serving"], [keys["ca"]], api=ServerAPI(server))
         self.endpoint.startService()

@@ -1,0 +1,84 @@
+"""The admission chain: plugins in their configured order, mutation apart from validation."""
+
+from twisted.internet.defer import Deferred, succeed
+from twisted.trial.unittest import SynchronousTestCase
+from zope.interface import implementer
+from zope.interface.verify import verifyObject
+
+from orchd.admission.chain import AdmissionChain
+from orchd.admission.interfaces import CREATE, AdmissionAttributes, IAdmissionPlugin
+from orchd.api.errors import StatusError
+
+
+@implementer(IAdmissionPlugin)
+class Recording:
+    """A plugin that notes each call; C{answer} picks plain, Deferred or coroutine results."""
+
+    def __init__(self, name, seen, answer="plain", refuse=None):
+        self.name = name
+        self.seen = seen
+        self.answer = answer
+        self.refuse = refuse
+
+    def _call(self, step, attributes):
+        if self.refuse == step:
+            raise StatusError.forbidden("configmaps", "", attributes.name, self.name)
+        if step == "admit":
+            attributes.obj.setdefault("labels", []).append(self.name)
+        if self.answer == "deferred":
+            return succeed(None).addCallback(lambda _: self.seen.append((step, self.name)))
+        if self.answer == "coroutine":
+            async def later():
+                self.seen.append((step, self.name))
+            return later()
+        self.seen.append((step, self.name))
+        return None
+
+    def admit(self, attributes):
+        return self._call("admit", attributes)
+
+    def validate(self, attributes):
+        return self._call("validate", attributes)
+
+
+def attributes():
+    return AdmissionAttributes(CREATE, None, "default", "a", {"metadata": {"name": "a"}}, None,
+                               user=None)
+
+
+class ChainTests(SynchronousTestCase):
+    def run_chain(self, chain, step, attrs):
+        return self.successResultOf(Deferred.fromCoroutine(getattr(chain, step)(attrs)))
+
+    def test_plugins_provide_the_interface(self):
+        """Plugins of the chain are checked against IAdmissionPlugin."""
+        verifyObject(IAdmissionPlugin, Recording("a", []))
+
+    def test_order_and_results_of_every_kind(self):
+        """Each step runs every plugin in order, awaiting Deferreds and coroutines alike."""
+        seen = []
+        chain = AdmissionChain([Recording("a", seen), Recording("b", seen, "deferred"),
+                                Recording("c", seen, "coroutine")])
+        attrs = attributes()
+        self.run_chain(chain, "admit", attrs)
+        self.assertEqual(attrs.obj["labels"], ["a", "b", "c"])
+        self.run_chain(chain, "validate", attrs)
+        self.assertEqual(seen, [("admit", "a"), ("admit", "b"), ("admit", "c"),
+                                ("validate", "a"), ("validate", "b"), ("validate", "c")])
+
+    def test_refusal_stops_the_chain(self):
+        """A plugin's StatusError ends the step: later plugins are not asked."""
+        seen = []
+        chain = AdmissionChain([Recording("a", seen), Recording("no", seen, refuse="validate"),
+                                Recording("c", seen)])
+        failure = self.failureResultOf(Deferred.fromCoroutine(chain.validate(attributes())),
+                                       StatusError)
+        self.assertEqual(failure.value.code, 403)
+        self.assertEqual(seen, [("validate", "a")])
+
+    def test_empty_chain(self):
+        """A chain without plugins admits and validates anything unchanged."""
+        attrs = attributes()
+        self.run_chain(AdmissionChain(), "admit", attrs)
+        self.run_chain(AdmissionChain(), "validate", attrs)
+        self.assertEqual(attrs.obj, {"metadata": {"name": "a"}})
