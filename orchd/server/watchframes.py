@@ -21,6 +21,8 @@ The formats, as upstream writes them:
    written as it is, as upstream leaves a Status untransformed.
 """
 
+import abc
+
 import orjson
 from zope.interface import implementer
 
@@ -62,7 +64,7 @@ def _json_line(type, obj):
     return b'{"type":"%s","object":%s}\n' % (type.encode("ascii"), orjson.dumps(obj))
 
 
-class _Frames:
+class _Frames(abc.ABC):
     """
     What every format shares: objects answered in the client's spelling,
     bookmarks and errors written as events of the format.
@@ -90,8 +92,9 @@ class _Frames:
     def error(self, error):
         return self._frame(ERROR, error_status(error))
 
+    @abc.abstractmethod
     def _frame(self, type, obj):
-        raise NotImplementedError
+        """The bytes of one event of C{type} carrying C{obj}, in this format."""
 
 
 @implementer(IWatchEncoder)
