@@ -42,14 +42,22 @@ GET@16 on each orchd; requests/s and the ratio of creates through orchd on
 etcd to raw etcd puts (target >= 0.6). Skipped, with a message, without an
 etcd binary.
 
+scheduling and deployment (workloads.py): one orchd with --sim-nodes
+simulated nodes: durable pod creates/s, then --pods pending pods bound by the
+scheduler, as pods bound/s and its ratio to the creates (target >= 0.5); a
+Deployment of --replicas replicas from create to Available, in seconds, with
+orchd's CPU share of one core.
+
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd]
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
+                    scheduling,deployment]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
-           [--heartbeat-secs 300] [--renew-interval 10]
+           [--heartbeat-secs 300] [--renew-interval 10] [--sim-nodes 100] [--pods 1000]
+           [--replicas 1000]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
 alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
@@ -70,13 +78,14 @@ from authz import authz_cases, print_authz
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
+from workloads import print_workloads, workload_cases
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
     raise_file_limit, rss_mb, summarize,
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "heartbeats", "etcd")
+         "heartbeats", "etcd", "scheduling", "deployment")
 
 
 def watch_round(orchd, args):
@@ -228,6 +237,12 @@ def main():
                         help="measured window of the heartbeats case")
     parser.add_argument("--renew-interval", type=float, default=10,
                         help="seconds between a node's Lease renewals")
+    parser.add_argument("--sim-nodes", type=int, default=100,
+                        help="simulated nodes in the scheduling and deployment cases")
+    parser.add_argument("--pods", type=int, default=1000,
+                        help="pending pods to bind in the scheduling case")
+    parser.add_argument("--replicas", type=int, default=1000,
+                        help="replicas of the Deployment in the deployment case")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     selected = [c for c in args.cases.split(",") if c]
@@ -276,11 +291,16 @@ def main():
         etcd = os.path.join(workdir, "etcd")
         os.mkdir(etcd)
         etcd_cases(etcd, args, template, body_path, report)
+    if {"scheduling", "deployment"} & set(selected):
+        workloads = os.path.join(workdir, "workloads")
+        os.mkdir(workloads)
+        workload_cases(workloads, args, report, selected)
     print_report(report)
     print_authz(report)
     print_encryption(report)
     print_heartbeats(report)
     print_etcd(report)
+    print_workloads(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

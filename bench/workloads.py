@@ -1,0 +1,197 @@
+"""
+Workloads: how fast the scheduler places pods, and how long a large
+Deployment takes to become available, on one orchd with simulated nodes.
+
+- scheduling: durable pod creates per second (hload.js, pods that no
+  scheduler takes), then --pods pending pods created at once onto --sim-nodes
+  simulated nodes: pods bound per second from the first create to the last
+  binding, and its ratio to the create rate of the same run (target >= 0.5);
+- deployment: a Deployment of --replicas replicas from create to its
+  Available condition with every replica available: seconds, and orchd's CPU
+  as a share of one core over that time; --rounds rounds, median.
+"""
+
+import http.client
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+
+from common import Orchd, cpu_seconds, hload, post_all
+
+NAMESPACE = "bench-workloads"
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+
+
+def pod(name, scheduler="default-scheduler"):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "bench"}},
+            "spec": {"schedulerName": scheduler,
+                     "containers": [{"name": "c", "image": "registry.example/bench:1",
+                                     "resources": {"requests": {"cpu": "10m",
+                                                                "memory": "16Mi"}}}]}}
+
+
+def deployment(name, replicas):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{
+                                      "name": "c", "image": "registry.example/bench:1",
+                                      "resources": {"requests": {"cpu": "10m"}}}]}}}}
+
+
+class BoundCounter:
+    """A pods watch in a thread: counts pods of this run's prefix that get a node."""
+
+    def __init__(self, orchd, prefix, resource_version):
+        self.prefix = prefix
+        self.bound = set()
+        self.last = None
+        self.done = threading.Event()
+        self._conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context,
+                                                 timeout=600)
+        self._conn.request("GET", f"{PODS}?watch=true&resourceVersion={resource_version}")
+        self._response = self._conn.getresponse()
+        self.target = None
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self._response:
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            name = (obj.get("metadata") or {}).get("name", "")
+            if name.startswith(self.prefix) and (obj.get("spec") or {}).get("nodeName"):
+                if name not in self.bound:
+                    self.bound.add(name)
+                    self.last = time.monotonic()
+                    if self.target is not None and len(self.bound) >= self.target:
+                        self.done.set()
+                        return
+
+    def close(self):
+        self._conn.close()
+
+
+def list_revision(orchd):
+    status, data = orchd.request("GET", PODS + "?limit=1")
+    return json.loads(data)["metadata"]["resourceVersion"]
+
+
+def scheduling_round(orchd, args, workdir, round_number):
+    body_path = os.path.join(workdir, "held-pod.json")
+    with open(body_path, "w") as f:
+        json.dump(pod("held", scheduler="bench-nobody"), f)
+    creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
+                    gen_name=True)
+    prefix = f"s{round_number}-"
+    counter = BoundCounter(orchd, prefix, list_revision(orchd))
+    counter.target = args.pods
+    started = time.monotonic()
+    post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}")) for i in range(args.pods)), threads=16)
+    created = time.monotonic()
+    if not counter.done.wait(600):
+        raise SystemExit(f"only {len(counter.bound)} of {args.pods} pods were bound")
+    counter.close()
+    binds = args.pods / (counter.last - started)
+    return {"creates_per_s": creates["rps"], "binds_per_s": binds,
+            "ratio": binds / creates["rps"], "create_secs": created - started,
+            "bind_secs": counter.last - started}
+
+
+def wait_available(orchd, name, replicas, timeout=900):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", f"{DEPLOYMENTS}/{name}")
+        obj = json.loads(data)
+        state = obj.get("status") or {}
+        available = any(c.get("type") == "Available" and c.get("status") == "True"
+                        for c in state.get("conditions") or ())
+        if (available and state.get("availableReplicas") == replicas
+                and state.get("observedGeneration") == obj["metadata"]["generation"]):
+            return time.monotonic()
+        time.sleep(0.2)
+    raise SystemExit(f"deployment {name} did not become available in {timeout}s")
+
+
+def deployment_round(orchd, args, round_number):
+    name = f"bench-{round_number}"
+    cpu_before = cpu_seconds(orchd.process.pid)
+    started = time.monotonic()
+    status, data = orchd.request("POST", DEPLOYMENTS, deployment(name, args.replicas))
+    if status != 201:
+        raise SystemExit(f"deployment create failed: {status} {data[:200]!r}")
+    finished = wait_available(orchd, name, args.replicas)
+    cpu = cpu_seconds(orchd.process.pid) - cpu_before
+    seconds = finished - started
+    orchd.request("DELETE", f"{DEPLOYMENTS}/{name}?propagationPolicy=Foreground")
+    wait_gone(orchd, name)
+    return {"seconds": seconds, "cpu_share": cpu / seconds}
+
+
+def wait_gone(orchd, name, timeout=600):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", f"{PODS}?labelSelector=app%3D{name}&limit=1")
+        if not json.loads(data).get("items"):
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"the pods of {name} were not deleted in {timeout}s")
+
+
+def workload_cases(workdir, args, report, selected):
+    """The scheduling and deployment cases on one orchd with --sim-nodes simulated nodes."""
+    print(f"workloads: one orchd with {args.sim_nodes} simulated nodes", file=sys.stderr)
+    orchd = Orchd(workdir, "--simulated-nodes", str(args.sim_nodes))
+    try:
+        orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+        wait_nodes(orchd, args.sim_nodes)
+        if "scheduling" in selected:
+            runs = []
+            for round_number in range(args.rounds):
+                print(f"scheduling {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(scheduling_round(orchd, args, workdir, round_number))
+            report["scheduling"] = runs
+        if "deployment" in selected:
+            runs = []
+            for round_number in range(args.rounds):
+                print(f"deployment {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(deployment_round(orchd, args, round_number))
+            report["deployment"] = runs
+    finally:
+        orchd.stop()
+
+
+def wait_nodes(orchd, count, timeout=300):
+    """Until at least C{count} Nodes are Ready."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", "/api/v1/nodes")
+        ready = sum(1 for node in json.loads(data).get("items", ())
+                    if any(c.get("type") == "Ready" and c.get("status") == "True"
+                           for c in (node.get("status") or {}).get("conditions") or ()))
+        if ready >= count:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"fewer than {count} nodes became Ready")
+
+
+def print_workloads(report):
+    runs = report.get("scheduling")
+    if runs:
+        med = {key: statistics.median(run[key] for run in runs)
+               for key in ("creates_per_s", "binds_per_s", "ratio")}
+        print(f"scheduling ({len(runs)} rounds, medians): pod creates {med['creates_per_s']:.0f}/s, "
+              f"pods bound {med['binds_per_s']:.0f}/s: ratio {med['ratio']:.3f} "
+              f"(rounds {', '.join(format(run['ratio'], '.3f') for run in runs)}; target >= 0.5)")
+    runs = report.get("deployment")
+    if runs:
+        seconds = statistics.median(run["seconds"] for run in runs)
+        share = statistics.median(run["cpu_share"] for run in runs)
+        print(f"deployment to Available ({len(runs)} rounds, medians): {seconds:.1f} s, "
+              f"orchd CPU {share:.0%} of a core "
+              f"(rounds {', '.join(format(run['seconds'], '.1f') for run in runs)} s)")
