@@ -11,6 +11,7 @@ from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
 from orchd.controllers.podgc import PodGarbageCollector
+from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
 from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
@@ -60,6 +61,8 @@ CONTROLLERS = {
     "podgc": (_plain(PodGarbageCollector), True),
     "endpoint": (_plain(EndpointsController), True),
     "endpointslice": (_plain(EndpointSliceController), True),
+    "replicaset": (_plain(ReplicaSetController), True),
+    "replicationcontroller": (_plain(ReplicaSetController.for_replication_controllers), True),
 }
 
 
