@@ -5,6 +5,7 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
@@ -63,6 +64,7 @@ CONTROLLERS = {
     "endpointslice": (_plain(EndpointSliceController), True),
     "replicaset": (_plain(ReplicaSetController), True),
     "replicationcontroller": (_plain(ReplicaSetController.for_replication_controllers), True),
+    "deployment": (_plain(DeploymentController), True),
 }
 
 

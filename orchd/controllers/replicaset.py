@@ -30,7 +30,7 @@ from twisted.internet.defer import DeferredList, ensureDeferred
 from orchd.api.errors import StatusError
 from orchd.api.meta import rfc3339
 from orchd.api.selectors import NOTHING, selector_from_label_selector_object
-from orchd.controllers.base import QueuedController
+from orchd.controllers.base import CacheSyncedController
 from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
 from orchd.controllers.events import EventRecorder
 from orchd.controllers.expectations import TIMEOUT, Expectations
@@ -158,7 +158,7 @@ def _status_unchanged(owner, new):
             and (status.get("conditions") or []) == (new.get("conditions") or []))
 
 
-class ReplicaSetController(QueuedController):
+class ReplicaSetController(CacheSyncedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
     @param clock: an C{IReactorTime}.
@@ -184,34 +184,12 @@ class ReplicaSetController(QueuedController):
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
         self._names = defaultdict(set)
-        self._synced = False
-        self._early = set()
         self._owners = self.follow(kind.group, kind.resource, self._owner_changed)
         self._pods = self.follow("", "pods", self._pod_changed, keep=keep_pod)
 
     @classmethod
     def for_replication_controllers(cls, catalog, clock, **kw):
         return cls(catalog, clock, kind=REPLICATION_CONTROLLERS, **kw)
-
-    # -- start: no sync before both caches are full ------------------------------
-
-    def startService(self):
-        super().startService()
-        self.started.addCallback(self._caches_synced)
-
-    def _caches_synced(self, _):
-        self._synced = True
-        early, self._early = self._early, set()
-        for key in sorted(early):
-            self._queue.add(key)
-
-    def _enqueue(self, key, after=None):
-        if not self._synced:
-            self._early.add(key)
-        elif after is None:
-            self._queue.add(key)
-        else:
-            self._queue.add_after(key, after)
 
     # -- informer handlers -------------------------------------------------------
 
@@ -230,7 +208,7 @@ class ReplicaSetController(QueuedController):
                 self.log.warn("{kind} {key} has an invalid selector: {error}",
                               kind=self._kind.kind, key=key, error=e.message)
                 self._selectors[key] = NOTHING
-        self._enqueue(key)
+        self.enqueue(key)
 
     def _owner(self, namespace, ref):
         """The key of the owner C{ref} names, if it is one of ours and cached."""
@@ -277,7 +255,7 @@ class ReplicaSetController(QueuedController):
             owner = self._owner(namespace, ref)
             if owner is not None:
                 self.expectations.creation_observed(owner)
-                self._enqueue(owner)
+                self.enqueue(owner)
             elif ref is None:
                 self._enqueue_matching(namespace, meta.get("labels"))
             return
@@ -294,14 +272,14 @@ class ReplicaSetController(QueuedController):
         if old_ref is not None and (ref is None or old_ref["uid"] != ref["uid"]):
             old_owner = self._owner(namespace, old_ref)
             if old_owner is not None:
-                self._enqueue(old_owner)
+                self.enqueue(old_owner)
         if ref is not None:
             owner = self._owner(namespace, ref)
             if owner is not None:
-                self._enqueue(owner)
+                self.enqueue(owner)
                 min_ready = min_ready_seconds(self._owners.cache[self._owner_prefix + owner])
                 if min_ready and is_ready(kept) and not is_ready(old):
-                    self._enqueue(owner, after=min_ready + 1)
+                    self.enqueue(owner, after=min_ready + 1)
             return
         if labels_changed or old_ref is not None:
             self._enqueue_matching(namespace, meta.get("labels"))
@@ -310,14 +288,14 @@ class ReplicaSetController(QueuedController):
         owner = self._owner(namespace, ref)
         if owner is not None:
             self.expectations.deletion_observed(owner, key)
-            self._enqueue(owner)
+            self.enqueue(owner)
 
     def _enqueue_matching(self, namespace, labels):
         """Queue every owner of the namespace whose selector matches an orphan's labels."""
         for name in sorted(self._names.get(namespace, ())):
             key = f"{namespace}/{name}"
             if self._selectors.get(key, NOTHING).matches(labels or {}):
-                self._enqueue(key)
+                self.enqueue(key)
 
     # -- sync --------------------------------------------------------------------
 
@@ -364,7 +342,7 @@ class ReplicaSetController(QueuedController):
         replicas, min_ready = replicas_of(owner), min_ready_seconds(owner)
         if written is not None and min_ready and written.get("readyReplicas", 0) == replicas \
                 and written.get("availableReplicas", 0) != replicas:
-            self._enqueue(key, after=min_ready)
+            self.enqueue(key, after=min_ready)
 
     def _retry(self, key, error):
         delay = self._backoff.failed(key)
