@@ -37,7 +37,7 @@ from orchd.controllers.expectations import TIMEOUT, Expectations
 from orchd.controllers.podcontrol import PodControl, namespace_terminating, slow_start_batch
 from orchd.controllers.podranking import pods_to_delete
 from orchd.controllers.podstate import (
-    controller_ref, is_active, is_available, is_ready, keep_pod, pod_key,
+    controller_ref, is_active, is_available, is_ready, keep_pod, pod_key, ready_since,
 )
 from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
@@ -148,6 +148,23 @@ def calculate_status(owner, pods, error, now):
     return new
 
 
+def next_availability(owner, pods, now):
+    """
+    Seconds until the next ready pod becomes available (ready for longer than
+    C{minReadySeconds}), or None: the owner is looked at again then, as
+    upstream requeues after C{minReadySeconds}. A second is added since
+    condition times have whole seconds and availability is strictly later.
+    """
+    min_ready = min_ready_seconds(owner)
+    if not min_ready:
+        return None
+    moments = [since + min_ready for since in (ready_since(pod) for pod in pods)
+               if since is not None and not since + min_ready < now]
+    if not moments:
+        return None
+    return max(min(moments) - now, 0) + 1
+
+
 def _status_unchanged(owner, new):
     status = owner.get("status") or {}
     generation = owner["metadata"].get("generation") or 0
@@ -156,6 +173,21 @@ def _status_unchanged(owner, new):
                           "availableReplicas"))
             and (status.get("observedGeneration") or 0) == generation
             and (status.get("conditions") or []) == (new.get("conditions") or []))
+
+
+def _keep_failure(status, stored):
+    """
+    C{status} with the stored C{ReplicaFailure} condition kept when both
+    have one: the first failure is the one reported (upstream keeps it), and
+    a status computed from a cache behind the store then changes nothing.
+    """
+    conditions = status.get("conditions") or []
+    stored_failure = next((c for c in stored.get("conditions") or ()
+                           if isinstance(c, dict) and c.get("type") == REPLICA_FAILURE), None)
+    if stored_failure is None or not any(c.get("type") == REPLICA_FAILURE for c in conditions):
+        return status
+    return dict(status, conditions=[stored_failure if c.get("type") == REPLICA_FAILURE else c
+                                    for c in conditions])
 
 
 class ReplicaSetController(CacheSyncedController):
@@ -339,10 +371,10 @@ class ReplicaSetController(CacheSyncedController):
             self._retry(key, error)
             return
         self._backoff.succeeded(key)
-        replicas, min_ready = replicas_of(owner), min_ready_seconds(owner)
-        if written is not None and min_ready and written.get("readyReplicas", 0) == replicas \
-                and written.get("availableReplicas", 0) != replicas:
-            self.enqueue(key, after=min_ready)
+        if written is not None:
+            delay = next_availability(owner, pods, now)
+            if delay is not None:
+                self.enqueue(key, after=delay)
 
     def _retry(self, key, error):
         delay = self._backoff.failed(key)
@@ -428,7 +460,7 @@ class ReplicaSetController(CacheSyncedController):
         def change(current):
             if current["metadata"].get("uid") != uid:
                 raise StatusError.not_found(self._kind.resource, self._kind.group, meta["name"])
-            current["status"] = status
+            current["status"] = _keep_failure(status, current.get("status") or {})
             current["metadata"].pop("resourceVersion", None)
             return current
 
