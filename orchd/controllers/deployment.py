@@ -138,16 +138,16 @@ class DeploymentController(CacheSyncedController):
         if type == DELETED or (type == ADDED and meta.get("deletionTimestamp")):
             self._enqueue_deployment(namespace, ref)
             return
-        if type == ADDED:
+        if type == ADDED or old is None:
             if ref is not None:
                 self._enqueue_deployment(namespace, ref)
             else:
                 self._enqueue_matching(namespace, meta.get("labels"))
             return
-        old_meta = old["metadata"] if old is not None else {}
+        old_meta = old["metadata"]
         if old_meta.get("resourceVersion") == meta.get("resourceVersion"):
             return
-        old_ref = controller_ref(old_meta) if old is not None else None
+        old_ref = controller_ref(old_meta)
         ref_changed = (old_ref or {}).get("uid") != (ref or {}).get("uid")
         if ref_changed and old_ref is not None:
             self._enqueue_deployment(namespace, old_ref)

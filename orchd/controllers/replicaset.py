@@ -283,7 +283,7 @@ class ReplicaSetController(CacheSyncedController):
         if type == DELETED or (type == ADDED and meta.get("deletionTimestamp")):
             self._pod_going(namespace, key, ref)
             return
-        if type == ADDED:
+        if type == ADDED or old is None:
             owner = self._owner(namespace, ref)
             if owner is not None:
                 self.expectations.creation_observed(owner)
