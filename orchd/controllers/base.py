@@ -105,3 +105,37 @@ class QueuedController(Service, metaclass=abc.ABCMeta):
     async def get_or_none(self, provider, namespace, name):
         """An object read from the store (not a cache), or None when missing."""
         return await provider.find(self._catalog.system_context(namespace), name)
+
+
+class CacheSyncedController(QueuedController):
+    """
+    A L{QueuedController} whose syncs wait until every informer holds its
+    first listing (upstream's C{WaitForCacheSync}): a controller that
+    creates objects must not count them from a half-filled cache. Handlers
+    queue keys with L{enqueue}; keys queued before then run once the caches
+    are full.
+    """
+
+    def __init__(self, catalog, clock, concurrency=4):
+        super().__init__(catalog, clock, concurrency)
+        self._synced = False
+        self._early = set()
+
+    def startService(self):
+        super().startService()
+        self.started.addCallback(self._caches_synced)
+
+    def _caches_synced(self, _):
+        self._synced = True
+        early, self._early = self._early, set()
+        for key in sorted(early):
+            self._queue.add(key)
+
+    def enqueue(self, key, after=None):
+        """Queue C{key}, now or C{after} seconds from now."""
+        if not self._synced:
+            self._early.add(key)
+        elif after is None:
+            self._queue.add(key)
+        else:
+            self._queue.add_after(key, after)

@@ -5,12 +5,14 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
 from orchd.controllers.podgc import PodGarbageCollector
+from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
 from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
@@ -60,6 +62,9 @@ CONTROLLERS = {
     "podgc": (_plain(PodGarbageCollector), True),
     "endpoint": (_plain(EndpointsController), True),
     "endpointslice": (_plain(EndpointSliceController), True),
+    "replicaset": (_plain(ReplicaSetController), True),
+    "replicationcontroller": (_plain(ReplicaSetController.for_replication_controllers), True),
+    "deployment": (_plain(DeploymentController), True),
 }
 
 
