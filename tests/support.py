@@ -17,6 +17,7 @@ from orchd.auth.interfaces import IAuthenticator
 from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
+from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
@@ -81,7 +82,8 @@ class APIHarness:
             plugins = (RBACEscalation(self.policy, self.authorizer),) + tuple(plugins)
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
         self.issuer = None
-        connectors = dict(connectors or {})
+        bindings, binding_connectors = binding_resources()
+        connectors = {**binding_connectors, **(connectors or {})}
         if streams is not None:
             connectors.update(node_proxy_connector())
             connectors.update(pod_log_connector())
@@ -89,7 +91,8 @@ class APIHarness:
             self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
         self.catalog = Catalog(builtin_registry(runtime_config), self.store, self.clock,
-                               virtual=review_providers(self.authorizer, self.clock, self.tokens),
+                               virtual={**review_providers(self.authorizer, self.clock,
+                                                           self.tokens), **bindings},
                                plugins=plugins, connectors=connectors,
                                allocators=ServiceAllocators(
                                    self.store, service_cluster_ip_range or "10.96.0.0/12"))

@@ -53,6 +53,7 @@ from orchd.controllers.manager import (
     ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
 )
 from orchd.orchlet.service import OrchletService
+from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
@@ -180,9 +181,10 @@ class ControlPlane(MultiService):
         self.tokens = TokenAuthenticators([], config.audiences)
         issuer = TokenIssuer(self.pki.sa_private_key_pem, self.pki.sa_algorithm,
                              config.service_account_issuer, reactor)
+        bindings, binding_connectors = binding_resources()
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
-            virtual=review_providers(authorizer, reactor, self.tokens),
+            virtual={**review_providers(authorizer, reactor, self.tokens), **bindings},
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
@@ -190,7 +192,8 @@ class ControlPlane(MultiService):
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
-                        **node_proxy_connector(), **pod_log_connector()},
+                        **node_proxy_connector(), **pod_log_connector(),
+                        **binding_connectors},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))
