@@ -43,6 +43,10 @@ class Twistd(protocol.ProcessProtocol):
 
 
 def spawn(*args):
+    # The components' health ports are fixed numbers: off, so children can run side by side.
+    for flag in ("--scheduler-port", "--controller-manager-port"):
+        if not any(arg.startswith(flag) for arg in args):
+            args += (f"{flag}=0",)
     child = Twistd()
     env = dict(os.environ, PYTHONPATH=ROOT)
     reactor.spawnProcess(child, sys.executable,
