@@ -57,12 +57,13 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None):
+                 streams=None, virtual=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
             C{self.tokens}), with issuer and audience L{SA_ISSUER}.
         @param connectors: more Catalog C{connectors}.
+        @param virtual: more Catalog C{virtual} providers (e.g. ComponentStatus).
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
             C{nodes/proxy} and C{pods/log} with; not served if None.
@@ -92,7 +93,8 @@ class APIHarness:
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
         self.catalog = Catalog(builtin_registry(runtime_config), self.store, self.clock,
                                virtual={**review_providers(self.authorizer, self.clock,
-                                                           self.tokens), **bindings},
+                                                           self.tokens), **bindings,
+                                        **(virtual or {})},
                                plugins=plugins, connectors=connectors,
                                allocators=ServiceAllocators(
                                    self.store, service_cluster_ip_range or "10.96.0.0/12"))
