@@ -20,7 +20,7 @@ that name and counted once the Node appears.
 from collections import Counter
 
 from orchd.api.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, node_taints
-from orchd.scheduler.resources import PODS, resource_list
+from orchd.scheduler.resources import CPU, MEMORY, PODS, resource_list
 
 _ALL_ADDRESSES = "0.0.0.0"
 
@@ -34,7 +34,7 @@ class NodeSpec:
     """
 
     __slots__ = ("name", "labels", "unschedulable", "hard_taints", "soft_taints",
-                 "allocatable", "_identity")
+                 "allocatable", "cpu", "memory", "pods", "_identity")
 
     def __init__(self, node):
         meta = node.get("metadata") or {}
@@ -49,6 +49,9 @@ class NodeSpec:
                                  if t.get("effect") in (NO_SCHEDULE, NO_EXECUTE))
         self.soft_taints = tuple(t for t in taints if t.get("effect") == PREFER_NO_SCHEDULE)
         self.allocatable = resource_list(status.get("allocatable"))
+        self.cpu = self.allocatable.get(CPU, 0)
+        self.memory = self.allocatable.get(MEMORY, 0)
+        self.pods = self.allocatable.get(PODS, 0)
         self._identity = (self.name, sorted(self.labels.items(), key=str), self.unschedulable,
                           repr(taints), sorted(self.allocatable.items()))
 
@@ -112,8 +115,8 @@ class NodeInfo:
         requested = self.requested
         for name, value in pod.requests.items():
             requested[name] = requested.get(name, 0) + sign * value
-        self.non_zero_cpu += sign * pod.non_zero.get("cpu", 0)
-        self.non_zero_memory += sign * pod.non_zero.get("memory", 0)
+        self.non_zero_cpu += sign * pod.non_zero_cpu
+        self.non_zero_memory += sign * pod.non_zero_memory
         self.pod_count += sign
         for ip, protocol, port in pod.host_ports:
             ips = self.ports.setdefault((protocol, port), Counter())
@@ -126,9 +129,6 @@ class NodeInfo:
             self.owners[pod.owner] += sign
             if self.owners[pod.owner] <= 0:
                 del self.owners[pod.owner]
-
-    def allowed_pods(self):
-        return self.node.allocatable.get(PODS, 0)
 
     def port_in_use(self, ip, protocol, port):
         """Upstream's C{HostPortInfo.CheckConflict}: 0.0.0.0 clashes with every address."""

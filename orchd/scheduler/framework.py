@@ -13,7 +13,7 @@ Follows upstream's C{schedule_one.go} and C{framework/types.go}:
     are found (C{numFeasibleNodesToFind}), and the next search starts
     where this one stopped;
   - scores are each plugin's 0-100 score times its weight, summed; ties are
-    broken at random (reservoir sampling, as C{selectHost});
+    broken at random, each best node as likely (as C{selectHost});
   - a pod that fits nowhere gets C{FitError}'s message: C{0/N nodes are
     available: } and the sorted histogram of reasons, then, since upstream
     always runs preemption after a failure, C{ preemption: } and the
@@ -160,6 +160,33 @@ def feasible_nodes_to_find(count):
     return max(count * percentage // 100, MIN_FEASIBLE_NODES)
 
 
+class FilterPlugin:
+    """A filter plugin's default C{filter_nodes}: its C{filter}, node by node."""
+
+    def skip_filter(self, pod):
+        return False
+
+    def filter_nodes(self, pod, nodes, statuses):
+        kept = []
+        for node in nodes:
+            status = self.filter(pod, node)
+            if status is None:
+                kept.append(node)
+            else:
+                statuses[node.name] = status
+        return kept
+
+
+class ScorePlugin:
+    """A score plugin's default C{score_nodes}: its C{score}, node by node."""
+
+    def skip_score(self, pod):
+        return False
+
+    def score_nodes(self, pod, nodes):
+        return [self.score(pod, node) for node in nodes]
+
+
 class Framework:
     """
     The plugins of one scheduler, run for one pod at a time.
@@ -218,24 +245,32 @@ class Framework:
         return self._select(feasible, self._score(pod, feasible))
 
     def _filter(self, pod, candidates, wanted):
+        """
+        The feasible nodes among C{candidates}, at most C{wanted} of them, and
+        the statuses of those found not to fit. Nodes go through the filters
+        in slices of as many as are still wanted, each filter over the nodes
+        the ones before it kept, so the first filter to reject a node decides
+        its status, and the search stops where the last wanted node was found.
+        """
+        filters = [plugin for plugin in self.filters if not plugin.skip_filter(pod)]
         feasible, statuses = [], {}
-        filters = self.filters
-        for node in candidates:
+        position, total = 0, len(candidates)
+        while position < total and len(feasible) < wanted:
+            batch = candidates[position:position + wanted - len(feasible)]
+            position += len(batch)
             for plugin in filters:
-                status = plugin.filter(pod, node)
-                if status is not None:
-                    statuses[node.name] = status
+                batch = plugin.filter_nodes(pod, batch, statuses)
+                if not batch:
                     break
-            else:
-                feasible.append(node)
-                if len(feasible) >= wanted:
-                    break
+            feasible.extend(batch)
         return feasible, statuses
 
     def _score(self, pod, nodes):
         totals = [0] * len(nodes)
         for plugin in self.scores:
-            scores = [plugin.score(pod, node) for node in nodes]
+            if plugin.skip_score(pod):
+                continue
+            scores = plugin.score_nodes(pod, nodes)
             plugin.normalize(pod, scores)
             weight = plugin.weight
             for index, score in enumerate(scores):
@@ -243,12 +278,7 @@ class Framework:
         return totals
 
     def _select(self, nodes, totals):
-        best, chosen, ties = -1, None, 0
-        for node, total in zip(nodes, totals):
-            if total > best:
-                best, chosen, ties = total, node, 1
-            elif total == best:
-                ties += 1
-                if self.random.randrange(ties) == 0:
-                    chosen = node
-        return chosen
+        """One of the best-scored nodes, each as likely (one draw, not one per tie)."""
+        best = max(totals)
+        ties = [node for node, total in zip(nodes, totals) if total == best]
+        return ties[0] if len(ties) == 1 else self.random.choice(ties)

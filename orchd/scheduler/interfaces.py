@@ -28,10 +28,24 @@ class IFilterPlugin(Interface):
 
     name = Attribute("The plugin's name.")
 
+    def skip_filter(pod):
+        """
+        True when the filter cannot reject any node for C{pod} (upstream's
+        PreFilter C{Skip}): it is then not called for each node.
+        """
+
     def filter(pod, node):
         """
         @return: None when C{node} fits, else an
             L{orchd.scheduler.framework.NodeStatus} with the reasons why not.
+        """
+
+    def filter_nodes(pod, nodes, statuses):
+        """
+        L{filter} over C{nodes} at once (what the framework calls): the
+        nodes that fit, in order; the status of each other one is put in
+        C{statuses} by node name. (L{orchd.scheduler.framework.FilterPlugin}
+        does it one node at a time; a plugin may do it faster.)
         """
 
 
@@ -41,8 +55,14 @@ class IScorePlugin(Interface):
     name = Attribute("The plugin's name.")
     weight = Attribute("What its 0-100 scores are multiplied by in the total.")
 
+    def skip_score(pod):
+        """True when the plugin has nothing to say of C{pod} (upstream's PreScore C{Skip})."""
+
     def score(pod, node):
         """@return: the raw score of C{node} for C{pod} (an int)."""
+
+    def score_nodes(pod, nodes):
+        """L{score} of each of C{nodes}, as a list (what the framework calls)."""
 
     def normalize(pod, scores):
         """Bring the raw scores of every feasible node (a list, in place) to 0-100."""

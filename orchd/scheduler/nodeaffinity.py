@@ -24,7 +24,8 @@ import re
 from zope.interface import implementer
 
 from orchd.scheduler.framework import (
-    MAX_NODE_SCORE, UNRESOLVABLE, NodeStatus, PreFilterRejected, default_normalize,
+    MAX_NODE_SCORE, UNRESOLVABLE, FilterPlugin, NodeStatus, PreFilterRejected, ScorePlugin,
+    default_normalize,
 )
 from orchd.scheduler.interfaces import IFilterPlugin, IPreFilterPlugin, IScorePlugin
 
@@ -160,7 +161,7 @@ def compile_affinity(affinity):
 
 
 @implementer(IPreFilterPlugin, IFilterPlugin, IScorePlugin)
-class NodeAffinity:
+class NodeAffinity(FilterPlugin, ScorePlugin):
     name = NAME
     weight = 2
 
@@ -176,6 +177,12 @@ class NodeAffinity:
         if not names:
             raise PreFilterRejected(UNRESOLVABLE, CONFLICT)
         return names
+
+    def skip_filter(self, pod):
+        return not pod.node_selector and pod.required is None
+
+    def skip_score(self, pod):
+        return not pod.preferred
 
     def filter(self, pod, node):
         labels = node.labels

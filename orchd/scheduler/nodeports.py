@@ -8,7 +8,7 @@ clashes with every address.
 
 from zope.interface import implementer
 
-from orchd.scheduler.framework import UNSCHEDULABLE, NodeStatus
+from orchd.scheduler.framework import UNSCHEDULABLE, FilterPlugin, NodeStatus
 from orchd.scheduler.interfaces import IFilterPlugin
 
 NAME = "NodePorts"
@@ -16,11 +16,14 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
 @implementer(IFilterPlugin)
-class NodePorts:
+class NodePorts(FilterPlugin):
     name = NAME
 
+    def skip_filter(self, pod):
+        return not pod.host_ports
+
     def filter(self, pod, node):
-        if not pod.host_ports or not node.ports:
+        if not node.ports:
             return None
         for ip, protocol, port in pod.host_ports:
             if node.port_in_use(ip, protocol, port):

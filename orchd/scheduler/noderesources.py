@@ -14,47 +14,89 @@ averaged over those the node has.
 
 from zope.interface import implementer
 
-from orchd.scheduler.framework import MAX_NODE_SCORE, UNSCHEDULABLE, NodeStatus
+from orchd.scheduler.framework import (
+    MAX_NODE_SCORE, UNSCHEDULABLE, FilterPlugin, NodeStatus, ScorePlugin,
+)
 from orchd.scheduler.interfaces import IFilterPlugin, IScorePlugin
-from orchd.scheduler.resources import CPU, MEMORY, PODS
 
 NAME = "NodeResourcesFit"
 TOO_MANY_PODS = "Too many pods"
 
 
 @implementer(IFilterPlugin, IScorePlugin)
-class NodeResourcesFit:
+class NodeResourcesFit(FilterPlugin, ScorePlugin):
     name = NAME
     weight = 1
 
     def filter(self, pod, node):
-        allocatable = node.node.allocatable
+        spec = node.node
         reasons = None
-        if node.pod_count + 1 > allocatable.get(PODS, 0):
+        if node.pod_count >= spec.pods:
             reasons = [TOO_MANY_PODS]
-        requested = node.requested
-        for name, value in pod.requests.items():
-            if value <= 0 or name == PODS:
-                continue
-            if value > allocatable.get(name, 0) - requested.get(name, 0):
-                reasons = reasons or []
-                reasons.append(f"Insufficient {name}")
+        if pod.fit_requests:
+            allocatable, requested = spec.allocatable, node.requested
+            for name, value in pod.fit_requests:
+                if value > allocatable.get(name, 0) - requested.get(name, 0):
+                    if reasons is None:
+                        reasons = []
+                    reasons.append(f"Insufficient {name}")
         if reasons is None:
             return None
         return NodeStatus(UNSCHEDULABLE, *reasons)
 
+    def filter_nodes(self, pod, nodes, statuses):
+        kept = []
+        requests = pod.fit_requests
+        for node in nodes:
+            spec = node.node
+            if node.pod_count < spec.pods:
+                allocatable, requested = spec.allocatable, node.requested
+                for name, value in requests:
+                    if value > allocatable.get(name, 0) - requested.get(name, 0):
+                        break
+                else:
+                    kept.append(node)
+                    continue
+            statuses[node.name] = self.filter(pod, node)
+        return kept
+
     def score(self, pod, node):
-        allocatable = node.node.allocatable
+        spec = node.node
         total = counted = 0
-        for capacity, used in ((allocatable.get(CPU, 0),
-                                node.non_zero_cpu + pod.non_zero.get(CPU, 0)),
-                               (allocatable.get(MEMORY, 0),
-                                node.non_zero_memory + pod.non_zero.get(MEMORY, 0))):
+        capacity = spec.cpu
+        if capacity > 0:
+            counted = 1
+            used = node.non_zero_cpu + pod.non_zero_cpu
+            if used <= capacity:
+                total = (capacity - used) * MAX_NODE_SCORE // capacity
+        capacity = spec.memory
+        if capacity > 0:
+            counted += 1
+            used = node.non_zero_memory + pod.non_zero_memory
+            if used <= capacity:
+                total += (capacity - used) * MAX_NODE_SCORE // capacity
+        return total // counted if counted else 0
+
+    def score_nodes(self, pod, nodes):
+        cpu, memory, score = pod.non_zero_cpu, pod.non_zero_memory, MAX_NODE_SCORE
+        scores = []
+        for node in nodes:
+            spec = node.node
+            total = counted = 0
+            capacity = spec.cpu
+            if capacity > 0:
+                counted = 1
+                used = node.non_zero_cpu + cpu
+                if used <= capacity:
+                    total = (capacity - used) * score // capacity
+            capacity = spec.memory
             if capacity > 0:
                 counted += 1
+                used = node.non_zero_memory + memory
                 if used <= capacity:
-                    total += (capacity - used) * MAX_NODE_SCORE // capacity
-        return total // counted if counted else 0
+                    total += (capacity - used) * score // capacity
+            scores.append(total // counted if counted else 0)
+        return scores
 
     def normalize(self, pod, scores):
         pass

@@ -8,7 +8,7 @@ upstream's plugin of that name.
 from zope.interface import implementer
 
 from orchd.api.taints import NO_SCHEDULE, UNSCHEDULABLE, tolerates
-from orchd.scheduler.framework import UNRESOLVABLE, NodeStatus
+from orchd.scheduler.framework import UNRESOLVABLE, FilterPlugin, NodeStatus
 from orchd.scheduler.interfaces import IFilterPlugin
 
 NAME = "NodeUnschedulable"
@@ -17,8 +17,13 @@ _TAINT = {"key": UNSCHEDULABLE, "effect": NO_SCHEDULE}
 
 
 @implementer(IFilterPlugin)
-class NodeUnschedulable:
+class NodeUnschedulable(FilterPlugin):
     name = NAME
+
+    def filter_nodes(self, pod, nodes, statuses):
+        if not any(node.node.unschedulable for node in nodes):
+            return nodes
+        return super().filter_nodes(pod, nodes, statuses)
 
     def filter(self, pod, node):
         if not node.node.unschedulable:

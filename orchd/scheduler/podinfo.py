@@ -12,7 +12,7 @@ import orjson
 
 from orchd.api.taints import as_dicts
 from orchd.scheduler import nodeaffinity
-from orchd.scheduler.resources import pod_requests
+from orchd.scheduler.resources import CPU, MEMORY, PODS, pod_requests
 
 DEFAULT_SCHEDULER = "default-scheduler"
 POD_SCHEDULED = "PodScheduled"
@@ -59,6 +59,8 @@ class PodInfo:
     @ivar key: C{namespace/name}.
     @ivar requests: C{{resource: amount}} it needs of its node (for fit).
     @ivar non_zero: the same with unset cpu and memory counted (for scoring).
+    @ivar fit_requests: C{(resource, amount)} of the requests the fit check
+        compares (those above zero, the pod count aside).
     @ivar host_ports: C{(ip, protocol, port)} it binds on its node.
     @ivar owner: the uid of its controlling owner, or None.
     @ivar signature: what, when it changes, may make a pod schedulable
@@ -67,7 +69,7 @@ class PodInfo:
 
     __slots__ = ("key", "namespace", "name", "uid", "resource_version", "node_name",
                  "scheduler_name", "terminal", "deleting", "gated", "priority", "requests",
-                 "non_zero", "host_ports", "tolerations", "node_selector", "required",
+                 "non_zero", "fit_requests", "non_zero_cpu", "non_zero_memory", "host_ports", "tolerations", "node_selector", "required",
                  "preferred", "owner", "condition", "preempt_never", "signature")
 
     def __init__(self, pod):
@@ -92,6 +94,10 @@ class PodInfo:
             priority, bool) else 0
         self.requests = pod_requests(spec)
         self.non_zero = pod_requests(spec, non_zero=True)
+        self.fit_requests = tuple((name, value) for name, value in self.requests.items()
+                                  if value > 0 and name != PODS)
+        self.non_zero_cpu = self.non_zero.get(CPU, 0)
+        self.non_zero_memory = self.non_zero.get(MEMORY, 0)
         self.host_ports = _host_ports(spec)
         self.tolerations = as_dicts(spec.get("tolerations"))
         selector = spec.get("nodeSelector")

@@ -25,6 +25,12 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 _NON_ZERO_DEFAULTS = {CPU: DEFAULT_MILLI_CPU, MEMORY: DEFAULT_MEMORY}
 
 
+#: Amounts already read, by (resource is cpu, text): pods mostly repeat a few
+#: requests, and every version of every pod is read again.
+_KNOWN = {}
+_KNOWN_SIZE = 4096
+
+
 def amount(name, value):
     """
     The integer amount of C{value} (a quantity, or a JSON number) of
@@ -34,11 +40,22 @@ def amount(name, value):
         return None
     if isinstance(value, (int, float)):
         value = repr(value) if isinstance(value, float) else str(value)
+    elif not isinstance(value, str):
+        return None
+    key = (name == CPU, value)
+    known = _KNOWN.get(key, _KNOWN)
+    if known is not _KNOWN:
+        return known
     try:
         quantity = parse_quantity(value)
     except ValueError:
-        return None
-    return math.ceil(quantity * 1000) if name == CPU else math.ceil(quantity)
+        counted = None
+    else:
+        counted = math.ceil(quantity * 1000) if key[0] else math.ceil(quantity)
+    if len(_KNOWN) >= _KNOWN_SIZE:
+        _KNOWN.clear()
+    _KNOWN[key] = counted
+    return counted
 
 
 def resource_list(mapping):

@@ -12,21 +12,28 @@ most. Pods without a controller are not spread.
 
 from zope.interface import implementer
 
-from orchd.scheduler.framework import MAX_NODE_SCORE
+from orchd.scheduler.framework import MAX_NODE_SCORE, ScorePlugin
 from orchd.scheduler.interfaces import IScorePlugin
 
 NAME = "SelectorSpread"
 
 
 @implementer(IScorePlugin)
-class SelectorSpread:
+class SelectorSpread(ScorePlugin):
     name = NAME
     weight = 2
+
+    def skip_score(self, pod):
+        return pod.owner is None
 
     def score(self, pod, node):
         if pod.owner is None:
             return 0
         return node.owners.get(pod.owner, 0)
+
+    def score_nodes(self, pod, nodes):
+        owner = pod.owner
+        return [node.owners.get(owner, 0) for node in nodes]
 
     def normalize(self, pod, scores):
         if pod.owner is None:

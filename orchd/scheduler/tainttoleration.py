@@ -12,7 +12,9 @@ tolerations of that effect, or of no effect): fewest is best.
 from zope.interface import implementer
 
 from orchd.api.taints import PREFER_NO_SCHEDULE, tolerates
-from orchd.scheduler.framework import UNRESOLVABLE, NodeStatus, default_normalize
+from orchd.scheduler.framework import (
+    UNRESOLVABLE, FilterPlugin, NodeStatus, ScorePlugin, default_normalize,
+)
 from orchd.scheduler.interfaces import IFilterPlugin, IScorePlugin
 
 NAME = "TaintToleration"
@@ -27,9 +29,17 @@ def untolerated_taint(taints, tolerations):
 
 
 @implementer(IFilterPlugin, IScorePlugin)
-class TaintToleration:
+class TaintToleration(FilterPlugin, ScorePlugin):
     name = NAME
     weight = 3
+
+    def filter_nodes(self, pod, nodes, statuses):
+        if not any(node.node.hard_taints for node in nodes):
+            return nodes
+        return super().filter_nodes(pod, nodes, statuses)
+
+    def score_nodes(self, pod, nodes):
+        return [self.score(pod, node) if node.node.soft_taints else 0 for node in nodes]
 
     def filter(self, pod, node):
         taints = node.node.hard_taints

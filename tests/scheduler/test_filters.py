@@ -2,13 +2,14 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.scheduler.cache import NodeInfo, NodeSpec
 from orchd.scheduler.framework import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus
 from orchd.scheduler.nodeports import NodePorts
 from orchd.scheduler.noderesources import NodeResourcesFit
 from orchd.scheduler.nodeunschedulable import NodeUnschedulable
 from orchd.scheduler.podinfo import PodInfo
 from orchd.scheduler.tainttoleration import TaintToleration
-from tests.scheduler.support import node_info, pod, pod_info
+from tests.scheduler.support import node, node_info, pod, pod_info
 
 NOT_READY = {"key": "node.orch.io/not-ready", "effect": "NoSchedule"}
 
@@ -120,7 +121,10 @@ class NodeResourcesFitTests(SynchronousTestCase):
 
     def test_node_without_allocatable(self):
         """A node that reports no allocatable takes no pod."""
-        node = node_info("n1")
-        node.node.allocatable = {}
-        self.assertEqual(self.plugin.filter(pod_info(cpu="1"), node).reasons,
+        bare = node("n1")
+        del bare["status"]
+        spec = NodeSpec(bare)
+        node_ = NodeInfo("n1")
+        node_.node = spec
+        self.assertEqual(self.plugin.filter(pod_info(cpu="1"), node_).reasons,
                          ("Too many pods", "Insufficient cpu"))

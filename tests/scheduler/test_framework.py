@@ -6,7 +6,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
 
 from orchd.scheduler.framework import (
-    UNRESOLVABLE, UNSCHEDULABLE, FitError, Framework, NodeStatus, NoNodesAvailable,
+    UNRESOLVABLE, UNSCHEDULABLE, FilterPlugin, FitError, Framework, NodeStatus, NoNodesAvailable,
     PreFilterRejected, default_normalize, feasible_nodes_to_find, truncate,
 )
 from orchd.scheduler.interfaces import IFilterPlugin, IPreFilterPlugin, IScorePlugin
@@ -138,7 +138,7 @@ class DecisionTests(SynchronousTestCase):
         """Past 100 nodes the search stops at the feasible share and resumes after it."""
         seen = []
 
-        class Recorder:
+        class Recorder(FilterPlugin):
             name = "Recorder"
 
             def filter(self, pod, node):
@@ -151,6 +151,20 @@ class DecisionTests(SynchronousTestCase):
         framework.schedule(pod_info(), cache)
         self.assertEqual(seen[:100], [f"n{i:03}" for i in range(100)])
         self.assertEqual(seen[100:], [f"n{i:03}" for i in range(100, 200)])
+
+
+class SkipTests(SynchronousTestCase):
+    def test_irrelevant_plugins_skipped(self):
+        """Filters and scores with nothing to say of a pod are not run for each node."""
+        self.assertTrue(NodeAffinity().skip_filter(pod_info()))
+        self.assertFalse(NodeAffinity().skip_filter(pod_info(node_selector={"a": "b"})))
+        self.assertTrue(NodeAffinity().skip_score(pod_info(affinity=names_in("n1"))))
+        self.assertTrue(NodePorts().skip_filter(pod_info()))
+        self.assertFalse(NodePorts().skip_filter(pod_info(ports=[{"hostPort": 80}])))
+        self.assertTrue(SelectorSpread().skip_score(pod_info()))
+        self.assertFalse(SelectorSpread().skip_score(pod_info(owner="rs")))
+        for plugin in (NodeUnschedulable(), TaintToleration(), NodeResourcesFit()):
+            self.assertFalse(plugin.skip_filter(pod_info()))
 
 
 class HelperTests(SynchronousTestCase):
