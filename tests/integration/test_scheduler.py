@@ -1,10 +1,12 @@
 """The scheduler in a real control plane: pods placed on registered nodes, health ports, kubectl."""
 
+import json
 import os
 import socket
 
+import kubernetes
 from treq.client import HTTPClient
-from twisted.internet import reactor, utils
+from twisted.internet import reactor, threads, utils
 from twisted.trial.unittest import SkipTest, TestCase
 from twisted.web.client import Agent, HTTPConnectionPool
 
@@ -150,3 +152,35 @@ class SchedulerTests(TestCase):
                                                        '{"health":"true","reason":""}'],
             ["scheduler", "Healthy", "ok"]])
         self.assertIn(b"v1 ComponentStatus is deprecated in v1.19+", err)
+
+    async def test_python_client_binds(self):
+        """The official client's binding calls bind a pod another scheduler left, 201 Success."""
+        for name in ("by-subresource", "by-collection"):
+            code, body = await self.server.call("POST", PODS, {
+                "metadata": {"name": name}, "spec": {"schedulerName": "elsewhere", "containers": [
+                    {"name": "c", "image": "nginx"}]}})
+            self.assertEqual(code, 201, body)
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(
+            config_file=self.server.plane.pki.admin_orchconfig_path,
+            client_configuration=configuration)
+        v1 = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration))
+
+        def bind():
+            answers = []
+            for name, call in (("by-subresource", lambda body: v1.create_namespaced_pod_binding(
+                    "by-subresource", "default", body, _preload_content=False)),
+                               ("by-collection", lambda body: v1.create_namespaced_binding(
+                                   "default", body, _preload_content=False))):
+                body = kubernetes.client.V1Binding(
+                    metadata=kubernetes.client.V1ObjectMeta(name=name),
+                    target=kubernetes.client.V1ObjectReference(kind="Node", name="chosen"))
+                response = call(body)
+                answers.append((response.status, json.loads(response.data)))
+            return answers
+
+        for status, answer in await threads.deferToThread(bind):
+            self.assertEqual((status, answer["kind"], answer["status"]), (201, "Status", "Success"))
+        for name in ("by-subresource", "by-collection"):
+            code, pod = await self.server.call("GET", f"{PODS}/{name}")
+            self.assertEqual(pod["spec"]["nodeName"], "chosen")
