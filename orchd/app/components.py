@@ -42,6 +42,12 @@ def leader_election_check(elector, clock):
     return HealthCheck("leaderElection", check, endpoints=_HEALTH_AND_READY)
 
 
+def _schedulable(catalog):
+    """Whether the API serves what the scheduler works on (pods, nodes, bindings)."""
+    return (catalog.resource("", "pods") is not None and catalog.resource("", "nodes") is not None
+            and catalog.connector("", "pods", "binding") is not None)
+
+
 def _running(service):
     def check():
         if not service.running:
@@ -75,6 +81,9 @@ class Components:
         """
         def build():
             self.controllers = tuple(build_controllers())
+            if not _schedulable(catalog):
+                self.scheduler = None
+                return list(self.controllers)
             self.scheduler = Scheduler(catalog, self.clock)
             return list(self.controllers) + [self.scheduler]
         return build

@@ -69,8 +69,9 @@ class PodInfo:
 
     __slots__ = ("key", "namespace", "name", "uid", "resource_version", "node_name",
                  "scheduler_name", "terminal", "deleting", "gated", "priority", "requests",
-                 "non_zero", "fit_requests", "non_zero_cpu", "non_zero_memory", "host_ports", "tolerations", "node_selector", "required",
-                 "preferred", "owner", "condition", "preempt_never", "signature")
+                 "non_zero", "fit_requests", "non_zero_cpu", "non_zero_memory", "host_ports",
+                 "tolerations", "node_selector", "required", "preferred", "owner", "condition",
+                 "preempt_never", "signature")
 
     def __init__(self, pod):
         meta = pod.get("metadata") or {}

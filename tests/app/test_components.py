@@ -33,6 +33,19 @@ class FakeController(Service):
         self.started = Deferred()
 
 
+class FakeCatalog:
+    """Serves pods, nodes and bindings unless told which of them it lacks."""
+
+    def __init__(self, *missing):
+        self.missing = missing
+
+    def resource(self, group, resource):
+        return None if resource in self.missing else object()
+
+    def connector(self, group, resource, subresource):
+        return None if subresource in self.missing else object()
+
+
 class FakeStore:
     def __init__(self):
         self.error = None
@@ -81,9 +94,9 @@ class ComponentsTests(SynchronousTestCase):
         self.components.follow(self.elected)
         self.controllers = [FakeController("namespace"), FakeController("podgc")]
 
-    def run_set(self):
+    def run_set(self, catalog=None):
         """Build and run a set as ElectedControllers does."""
-        built = self.components.builder(None, lambda: self.controllers)
+        built = self.components.builder(catalog or FakeCatalog(), lambda: self.controllers)
         with mock.patch("orchd.app.components.Scheduler") as scheduler:
             scheduler.return_value.synced = False
             services = built()
@@ -118,6 +131,14 @@ class ComponentsTests(SynchronousTestCase):
         self.assertEqual(self.failures(health), ["podgc"])
         self.elected.controllers = None
         self.assertEqual(self.names(health, "healthz"), ["ping", "leaderElection"])
+
+    def test_no_scheduler_without_nodes(self):
+        """With nodes (or bindings) switched off the set runs its controllers, no scheduler."""
+        for missing in ("nodes", "binding"):
+            services = self.run_set(FakeCatalog(missing))
+            self.assertEqual(services, self.controllers)
+            self.assertIsNone(self.components.scheduler)
+            self.assertEqual(run(self.components.scheduler_health.failures("readyz")), [])
 
     def test_handler_sync(self):
         """readyz waits for a running set's controllers and scheduler to sync."""
