@@ -376,12 +376,12 @@ class ControlPlane(MultiService):
 
     async def _stop(self):
         self.health.shutting_down = True
+        self.components.shutting_down()
         delay = self.config.shutdown_delay_duration
         if delay > 0:
             self.log.info("Shutting down in {delay}s; /readyz now fails", delay=delay)
             await deferLater(self.reactor, delay, lambda: None)
         self._log_check.stop()
-        self.components.shutting_down()
         for port in (self.port, self.scheduler_port, self.controller_manager_port):
             if port is not None:
                 await port.stopListening()

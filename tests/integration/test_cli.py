@@ -88,6 +88,17 @@ class StartupErrorTests(TestCase):
             "--data-dir", os.path.abspath(self.mktemp()), "--secure-port", str(busy.getHost().port))
         self.assertIn("cannot listen", line)
 
+    async def test_busy_component_port(self):
+        """A busy scheduler or controller manager port stops start-up with one line naming it."""
+        busy = reactor.listenTCP(0, protocol.Factory(), interface="127.0.0.1")
+        self.addCleanup(busy.stopListening)
+        port = busy.getHost().port
+        for flag in ("--scheduler-port", "--controller-manager-port"):
+            line = await self.assert_one_line_error(
+                "--data-dir", os.path.abspath(self.mktemp()), "--secure-port", "0",
+                "--orchlet-port", "0", f"{flag}={port}")
+            self.assertIn(f"cannot listen on 127.0.0.1:{port}", line)
+
 
 class RunningTests(TestCase):
     timeout = 120
