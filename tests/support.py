@@ -17,6 +17,7 @@ from orchd.auth.interfaces import IAuthenticator
 from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
+from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
@@ -56,12 +57,13 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None):
+                 streams=None, virtual=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
             C{self.tokens}), with issuer and audience L{SA_ISSUER}.
         @param connectors: more Catalog C{connectors}.
+        @param virtual: more Catalog C{virtual} providers (e.g. ComponentStatus).
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
             C{nodes/proxy} and C{pods/log} with; not served if None.
@@ -81,7 +83,8 @@ class APIHarness:
             plugins = (RBACEscalation(self.policy, self.authorizer),) + tuple(plugins)
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
         self.issuer = None
-        connectors = dict(connectors or {})
+        bindings, binding_connectors = binding_resources()
+        connectors = {**binding_connectors, **(connectors or {})}
         if streams is not None:
             connectors.update(node_proxy_connector())
             connectors.update(pod_log_connector())
@@ -89,7 +92,9 @@ class APIHarness:
             self.issuer = TokenIssuer(*service_account_key, SA_ISSUER, self.clock)
             connectors.update(token_request_connector(self.issuer, (SA_ISSUER,)))
         self.catalog = Catalog(builtin_registry(runtime_config), self.store, self.clock,
-                               virtual=review_providers(self.authorizer, self.clock, self.tokens),
+                               virtual={**review_providers(self.authorizer, self.clock,
+                                                           self.tokens), **bindings,
+                                        **(virtual or {})},
                                plugins=plugins, connectors=connectors,
                                allocators=ServiceAllocators(
                                    self.store, service_cluster_ip_range or "10.96.0.0/12"))

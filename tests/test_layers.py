@@ -28,7 +28,8 @@ LAYERS = [
     ("storage",),                 # stores, watch caches, informers
     ("auth", "admission"),        # who is asking, may they, and admission plugins
     ("registry",),                # kinds, strategies, the generic store
-    ("server", "controllers"),    # the HTTP API server; controllers over the registry
+    ("server", "controllers", "scheduler"),   # the HTTP API server; controllers and the
+                                              # scheduler over the registry
     ("orchlet",),                 # the node agent
     ("app",),                     # composition root: config, PKI, the service tree
 ]

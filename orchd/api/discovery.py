@@ -206,7 +206,10 @@ def _subresource_entries(info):
         }
         own = subresource_kind(info, sub)
         if own is not info:
-            entry.update(group=own.group, version=own.version, kind=own.kind)
+            entry["kind"] = own.kind
+            # Named only when they differ from the list's (pods/eviction: policy/v1).
+            if (own.group, own.version) != (info.group, info.version):
+                entry.update(group=own.group, version=own.version)
         yield entry
 
 

@@ -27,6 +27,7 @@ SUBRESOURCE_VERBS = {
     "finalize": ("update",),
     "approval": ("get", "patch", "update"),
     "token": ("create",),
+    "binding": ("create",),
     "proxy": ("create", "delete", "get", "patch", "update"),
     "log": ("get",),
 }

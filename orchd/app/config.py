@@ -79,6 +79,10 @@ class Config:
     bind_address = _setting(_ip_address, "127.0.0.1", "IP address of every listener.")
     secure_port = _setting(_port, "6443", "API server TLS port; 0 picks a free one.")
     orchlet_port = _setting(_port, "10250", "Node agent TLS port; 0 picks a free one.")
+    scheduler_port = _setting(_port, "10259", "The scheduler's TLS health port (/healthz, "
+                              "/livez, /readyz); 0 serves none.")
+    controller_manager_port = _setting(_port, "10257", "The controller manager's TLS health "
+                                       "port (/healthz, /livez, /readyz); 0 serves none.")
     storage_backend = _setting(_storage_backend, "leveldb", "Storage backend: leveldb or etcd.")
     etcd_servers = _setting(_etcd_servers, None,
                             "Comma-separated etcd client URLs, with --storage-backend=etcd.",

@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.components import Components
 from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
@@ -53,7 +54,9 @@ from orchd.controllers.manager import (
     ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
 )
 from orchd.orchlet.service import OrchletService
+from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
+from orchd.registry.componentstatus import component_status_provider
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
@@ -63,6 +66,7 @@ from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server.health import Health, HealthCheck, LogCheck
+from orchd.server.healthsite import listen_health
 from orchd.server.settings import ServerSettings
 from orchd.server.offload import Offload
 from orchd.server.proxy import StreamForwarder, orchlet_agent, plain_agent
@@ -158,7 +162,12 @@ class ControlPlane(MultiService):
         self.health = Health(reactor, config.livez_grace_period)
         self.store = None
         self.catalog = None
+        #: The scheduler and the controller manager: their health and status.
+        self.components = Components(reactor)
         self.port = None
+        #: The scheduler's and the controller manager's health listeners, when on.
+        self.scheduler_port = None
+        self.controller_manager_port = None
         self.url = None
         self.ready = Deferred()
         self._log_check = LogCheck(reactor, reactor)
@@ -180,9 +189,12 @@ class ControlPlane(MultiService):
         self.tokens = TokenAuthenticators([], config.audiences)
         issuer = TokenIssuer(self.pki.sa_private_key_pem, self.pki.sa_algorithm,
                              config.service_account_issuer, reactor)
+        bindings, binding_connectors = binding_resources()
+        statuses = component_status_provider(self.components.statuses(self.store), reactor)
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
-            virtual=review_providers(authorizer, reactor, self.tokens),
+            virtual={**review_providers(authorizer, reactor, self.tokens), **bindings,
+                     **statuses},
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
@@ -190,7 +202,8 @@ class ControlPlane(MultiService):
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
-                        **node_proxy_connector(), **pod_log_connector()},
+                        **node_proxy_connector(), **pod_log_connector(),
+                        **binding_connectors},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))
@@ -222,19 +235,36 @@ class ControlPlane(MultiService):
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
         env = ControllerEnvironment(self.catalog, reactor, self.pki, config, authorizer)
         names = self.controller_names
+        # The scheduler runs with the controllers, in the holder of their Lease.
         self.controllers = ElectedControllers.from_config(
-            lambda: build_controllers(names, env), self.catalog, reactor, config)
+            self.components.builder(self.catalog, lambda: build_controllers(names, env)),
+            self.catalog, reactor, config)
+        self.components.follow(self.controllers)
         self.controllers.setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)
         try:
             self.port = reactor.listenSSL(config.secure_port, self.site, options,
                                           backlog=LISTEN_BACKLOG, interface=config.bind_address)
+            self.scheduler_port = self._listen_health(
+                config.scheduler_port, options, self.components.scheduler_health)
+            self.controller_manager_port = self._listen_health(
+                config.controller_manager_port, options,
+                self.components.controller_manager_health)
         except CannotListenError as e:
+            for port in (self.port, self.scheduler_port):
+                if port is not None:
+                    port.stopListening()
             self.store.close()
-            raise fail(f"cannot listen on {config.bind_address}:{config.secure_port}: "
+            raise fail(f"cannot listen on {e.interface or config.bind_address}:{e.port}: "
                        f"{e.socketError}") from None
         super().privilegedStartService()
+
+    def _listen_health(self, port, options, health):
+        """A component's health listener on C{port} (none for 0), as the API server's."""
+        if not port:
+            return None
+        return listen_health(self.reactor, port, self.config.bind_address, options, health)
 
     def _stream_forwarder(self):
         """C{nodes/proxy} and C{pods/log}, reaching orchlets as the API server's orchlet user."""
@@ -346,13 +376,15 @@ class ControlPlane(MultiService):
 
     async def _stop(self):
         self.health.shutting_down = True
+        self.components.shutting_down()
         delay = self.config.shutdown_delay_duration
         if delay > 0:
             self.log.info("Shutting down in {delay}s; /readyz now fails", delay=delay)
             await deferLater(self.reactor, delay, lambda: None)
         self._log_check.stop()
-        if self.port is not None:
-            await self.port.stopListening()
+        for port in (self.port, self.scheduler_port, self.controller_manager_port):
+            if port is not None:
+                await port.stopListening()
         await super().stopService()
         if self.catalog is not None:
             self.catalog.stop_caches()

@@ -115,6 +115,11 @@ class LeaderElector:
         self._deadline = None           # stepping down, unless renewed first
         self._attempt = None            # the attempt in flight
 
+    @property
+    def renewed_at(self):
+        """When this candidate last saw the Lease change, or wrote it (None: never)."""
+        return self._observed_time
+
     # -- campaign loop ------------------------------------------------------
 
     def start(self):

@@ -238,6 +238,37 @@ class ResourceStore(ResourceReads):
 
         return self._written(await self._guaranteed(ctx, name, try_update))
 
+    async def rewrite(self, ctx, name, change, preconditions=None, suggestion=None):
+        """
+        A write the registry decides itself from the stored object, as
+        upstream's binding writes its storage directly: no strategy, no
+        admission of the object, no managed fields, no generation bump.
+
+        @param change: C{change(obj)} edits the stored object (a fresh copy
+            each time: it is called again after a lost race) and returns it,
+            or returns None to write nothing; it raises a StatusError to
+            refuse. A missing object is 404 before it is called.
+        @param preconditions: None, or what the object's C{uid} and
+            C{resourceVersion} must be (a L{orchd.registry.options.DeleteOptions}
+            read for those two), else 409.
+        @param suggestion: the object's L{KeyValue} as last seen (a watch
+            cache's), to start from instead of a read.
+        @return: the object as written (as stored, when nothing was).
+        """
+        async def try_rewrite(kv):
+            if kv is None:
+                raise self._not_found(name)
+            obj = self.decode(kv)
+            self._check_preconditions(obj, kv, preconditions)
+            obj = change(obj)
+            if obj is None:
+                return Write.keep(self.decode(kv))
+            if ctx.dry_run:
+                return Write.keep(obj)
+            return Write.put(obj, self._encode)
+
+        return self._written(await self._guaranteed(ctx, name, try_rewrite, suggestion))
+
     async def _updated(self, ctx, kv, obj, subresource, tracked=False):
         """
         The L{Write} that replaces C{kv} with C{obj}, validated and admitted.

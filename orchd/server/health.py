@@ -115,6 +115,7 @@ class Health:
         self._started = clock.seconds()
         self._grace = livez_grace_period
         self._checks = []
+        self._sources = []
         self.shutting_down = False
         self.add(HealthCheck("ping", lambda: None))
         self.add(HealthCheck("shutdown", self._check_shutdown, endpoints=("readyz",)))
@@ -122,6 +123,13 @@ class Health:
     def add(self, check):
         self._checks.append(check)
         return check
+
+    def add_source(self, source):
+        """
+        Add checks that come and go: C{source()} returns the L{HealthCheck}s
+        in force, asked at every request (one per running controller, say).
+        """
+        self._sources.append(source)
 
     def post_start_hook(self, name):
         """Register a start-up step; call C{finish()} on the result when it is done."""
@@ -135,6 +143,8 @@ class Health:
 
     def checks_for(self, endpoint):
         checks = [c for c in self._checks if endpoint in c.endpoints]
+        for source in self._sources:
+            checks.extend(c for c in source() if endpoint in c.endpoints)
         # The shutdown check reads best last, as upstream prints it.
         return sorted(checks, key=lambda c: c.name == "shutdown")
 
@@ -154,6 +164,15 @@ class Health:
         except Exception as e:
             return str(e) or e.__class__.__name__
         return None
+
+    async def failures(self, endpoint):
+        """C{[(name, error)]} of the checks of C{endpoint} that fail now."""
+        failed = []
+        for check in self.checks_for(endpoint):
+            error = await self._run(endpoint, check)
+            if error is not None:
+                failed.append((check.name, error))
+        return failed
 
     async def serve(self, request, endpoint, check_name):
         """Answer C{/<endpoint>} (C{check_name} empty) or C{/<endpoint>/<check_name>}."""

@@ -155,6 +155,9 @@ class ResourceListTests(SynchronousTestCase):
                     # A subresource that takes an object of its own kind names it.
                     expected.update(group="authentication.orch.io", version="v1",
                                     kind="TokenRequest")
+                if (info.resource, sub) == ("pods", "binding"):
+                    # Its own kind, of the list's own group and version: named without them.
+                    expected.update(kind="Binding")
                 self.assertEqual(found[0], expected)
 
     def test_storage_version_hash(self):
@@ -222,6 +225,10 @@ class AggregatedTests(SynchronousTestCase):
             "shortNames": ["po"],
             "categories": ["all"],
             "subresources": [{
+                "subresource": "binding",
+                "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
+                "verbs": ["create"],
+            }, {
                 "subresource": "log",
                 "responseKind": {"group": "", "version": "v1", "kind": "Pod"},
                 "verbs": ["get"],

@@ -22,6 +22,9 @@ class RunningControlPlane:
         # tests do not need it, and it would only slow them down.
         settings.setdefault("no_orchlet", True)
         settings.setdefault("orchlet_port", 0)
+        # The components' health ports are fixed numbers: off unless a test asks.
+        settings.setdefault("scheduler_port", 0)
+        settings.setdefault("controller_manager_port", 0)
         self.config = Config(data_dir=self.data_dir, secure_port=0, **settings)
         self.top = make_service(self.config, reactor)
         self.plane = next(iter(self.top))

@@ -43,6 +43,10 @@ class Twistd(protocol.ProcessProtocol):
 
 
 def spawn(*args):
+    # The components' health ports are fixed numbers: off, so children can run side by side.
+    for flag in ("--scheduler-port", "--controller-manager-port"):
+        if not any(arg.startswith(flag) for arg in args):
+            args += (f"{flag}=0",)
     child = Twistd()
     env = dict(os.environ, PYTHONPATH=ROOT)
     reactor.spawnProcess(child, sys.executable,
@@ -83,6 +87,17 @@ class StartupErrorTests(TestCase):
         line = await self.assert_one_line_error(
             "--data-dir", os.path.abspath(self.mktemp()), "--secure-port", str(busy.getHost().port))
         self.assertIn("cannot listen", line)
+
+    async def test_busy_component_port(self):
+        """A busy scheduler or controller manager port stops start-up with one line naming it."""
+        busy = reactor.listenTCP(0, protocol.Factory(), interface="127.0.0.1")
+        self.addCleanup(busy.stopListening)
+        port = busy.getHost().port
+        for flag in ("--scheduler-port", "--controller-manager-port"):
+            line = await self.assert_one_line_error(
+                "--data-dir", os.path.abspath(self.mktemp()), "--secure-port", "0",
+                "--orchlet-port", "0", f"{flag}={port}")
+            self.assertIn(f"cannot listen on 127.0.0.1:{port}", line)
 
 
 class RunningTests(TestCase):

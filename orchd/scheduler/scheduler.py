@@ -1,0 +1,269 @@
+# -*- test-case-name: tests.scheduler.test_scheduler -*-
+"""
+The scheduler service: pending pods are given a node, one at a time.
+
+It follows pods and nodes with two informers into its cache; the pods
+without a node whose C{schedulerName} is its own (C{default-scheduler}, or
+none) go into its queue. A decision is made on the reactor from the cache
+alone (no store read), a few pods per reactor turn so requests keep being
+served; the pod is assumed on its node at once and bound in the
+background, many bindings in flight at a time, each a write of its own.
+As upstream's C{schedule_one.go}:
+
+  - a bound pod gets the event C{Scheduled} (C{Successfully assigned
+    <ns>/<pod> to <node>});
+  - a pod no node fits gets the event C{FailedScheduling} (the message cut
+    at 1024 characters) and the condition C{PodScheduled=False}, reason
+    C{Unschedulable}, with the whole message (written only when it
+    changed), and waits in the queue for the cluster to change;
+  - a binding the API refuses is C{FailedScheduling} with reason
+    C{SchedulerError} and tried again after the pod's backoff.
+
+Nodes added or changed (in what the scheduler reads), and pods that leave
+a node (deleted or finished), send the unschedulable pods back to be tried.
+"""
+
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+
+from orchd.api.errors import StatusError
+from orchd.api.meta import rfc3339
+from orchd.controllers.events import NORMAL, WARNING, EventRecorder
+from orchd.registry.binding import set_pod_condition
+from orchd.scheduler.binder import NAME as BINDER_NAME
+from orchd.scheduler.binder import DefaultBinder, scheduler_context
+from orchd.scheduler.cache import NodeSpec, SchedulerCache
+from orchd.scheduler.framework import FitError, Framework, NoNodesAvailable, truncate
+from orchd.scheduler.nodeaffinity import NodeAffinity
+from orchd.scheduler.nodeports import NodePorts
+from orchd.scheduler.noderesources import NodeResourcesFit
+from orchd.scheduler.nodeunschedulable import NodeUnschedulable
+from orchd.scheduler.podinfo import DEFAULT_SCHEDULER, POD_SCHEDULED, PodInfo
+from orchd.scheduler.queue import IN_FLIGHT, SchedulingQueue
+from orchd.scheduler.selectorspread import SelectorSpread
+from orchd.scheduler.tainttoleration import TaintToleration
+from orchd.storage.informer import Informer, start_all, stop_all
+from orchd.storage.interfaces import DELETED
+
+#: Bindings written at once; past it, deciding waits for one to finish.
+MAX_IN_FLIGHT = 256
+#: Decisions per reactor turn before the reactor serves anything else.
+PER_TURN = 16
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+
+
+def default_framework(random=None):
+    """Upstream's default plugins, in its order, with its weights."""
+    affinity, taints, fit = NodeAffinity(), TaintToleration(), NodeResourcesFit()
+    return Framework(prefilters=(affinity,),
+                     filters=(NodeUnschedulable(), taints, affinity, NodePorts(), fit),
+                     scores=(fit, SelectorSpread(), taints, affinity), random=random)
+
+
+class Scheduler(Service):
+    """
+    @param catalog: the L{orchd.registry.catalog.Catalog}: informers read its
+        watch caches, bindings and status go through its registries.
+    @param clock: an C{IReactorTime}.
+    @param binder: what writes bindings (L{DefaultBinder} over the catalog if None).
+    @param recorder: the L{EventRecorder} (one for C{default-scheduler} if None).
+    @param framework: the plugins (L{default_framework} if None).
+
+    @ivar started: fires once both informers hold their first listing.
+    @ivar synced: whether they do (the C{sched-handler-sync} readiness check).
+    """
+
+    name = "scheduler"
+    log = Logger()
+
+    def __init__(self, catalog, clock, binder=None, recorder=None, framework=None,
+                 scheduler_name=DEFAULT_SCHEDULER, max_in_flight=MAX_IN_FLIGHT,
+                 per_turn=PER_TURN):
+        self._clock = clock
+        self._scheduler_name = scheduler_name
+        self._max_in_flight = max_in_flight
+        self._per_turn = per_turn
+        self._binder = binder or DefaultBinder(catalog)
+        self._recorder = recorder or EventRecorder(catalog, clock, DEFAULT_SCHEDULER)
+        self.framework = framework or default_framework()
+        self.cache = SchedulerCache()
+        self.queue = SchedulingQueue(clock, on_ready=self._wake)
+        self._pods = catalog.resource("", "pods")
+        self._pod_prefix = self._pods.info.key_prefix()
+        self._node_prefix = catalog.resource("", "nodes").info.key_prefix()
+        self._pod_informer = Informer(catalog.reads, self._pod_prefix, self._pod_changed,
+                                      keep=PodInfo)
+        self._node_informer = Informer(catalog.reads, self._node_prefix, self._node_changed,
+                                       keep=NodeSpec)
+        #: The pods waiting for this scheduler, by C{namespace/name}.
+        self._pending = {}
+        self._in_flight = 0
+        self._turn = None
+        self.started = None
+        self.synced = False
+
+    # -- service ------------------------------------------------------------
+
+    def startService(self):
+        super().startService()
+        self.started = start_all([self._node_informer, self._pod_informer])
+        self.started.addCallbacks(self._synced, lambda f: self.log.failure(
+            "The scheduler's informers failed to start", f))
+
+    def _synced(self, _):
+        self.synced = True
+        self._wake()
+
+    def stopService(self):
+        stop_all([self._pod_informer, self._node_informer])
+        self.queue.stop()
+        if self._turn is not None and self._turn.active():
+            self._turn.cancel()
+        self._turn = None
+        return super().stopService()
+
+    # -- informers ----------------------------------------------------------
+
+    def _pod_changed(self, type, obj, old):
+        if type == DELETED:
+            if old is None:
+                return
+            self._pending.pop(old.key, None)
+            self.queue.delete(old.key)
+            if self.cache.remove_pod(old.key) is not None:
+                self.queue.move_all()
+            return
+        meta = obj["metadata"]
+        pod = self._pod_informer.cache.get(f"{self._pod_prefix}{meta['namespace']}/{meta['name']}")
+        if pod is None:
+            return
+        key = pod.key
+        if pod.assigned:
+            self._pending.pop(key, None)
+            self.queue.delete(key)
+            if pod.terminal:
+                if self.cache.remove_pod(key) is not None:
+                    self.queue.move_all()
+            else:
+                self.cache.set_pod(pod)
+            return
+        if (pod.scheduler_name != self._scheduler_name or pod.terminal or pod.deleting
+                or pod.gated):
+            self._pending.pop(key, None)
+            self.queue.delete(key)
+            return
+        previous = self._pending.get(key)
+        self._pending[key] = pod
+        if key in self.queue:
+            self.queue.update(key, pod.priority,
+                              changed=previous is None or previous.signature != pod.signature)
+        elif key not in self.cache.assumed:
+            self.queue.add(key, pod.priority)
+
+    def _node_changed(self, type, obj, old):
+        if type == DELETED:
+            name = old.name if old is not None else obj["metadata"]["name"]
+            self.cache.remove_node(name)
+            return
+        spec = self._node_informer.cache.get(self._node_prefix + obj["metadata"]["name"])
+        if spec is None or spec == old:
+            return
+        self.cache.set_node(spec)
+        self.queue.move_all()
+
+    # -- deciding -----------------------------------------------------------
+
+    def _wake(self):
+        """Decide in a coming reactor turn (once the informers have synced)."""
+        if not self.synced or not self.running or self._turn is not None:
+            return
+        self._turn = self._clock.callLater(0, self._decide)
+
+    def _decide(self):
+        self._turn = None
+        for _ in range(self._per_turn):
+            if self._in_flight >= self._max_in_flight or not self.running:
+                return              # a finished binding wakes the loop
+            item = self.queue.pop()
+            if item is None:
+                return
+            self._schedule_one(*item)
+        if self.queue.has_active():
+            self._wake()
+
+    def _schedule_one(self, key, cycle):
+        pod = self._pending.get(key)
+        if pod is None:
+            self.queue.done(key)
+            return
+        try:
+            node = self.framework.schedule(pod, self.cache)
+        except (FitError, NoNodesAvailable) as rejected:
+            self.queue.unschedulable(key, cycle)
+            self._failed(pod, UNSCHEDULABLE, rejected.message)
+            return
+        except Exception:
+            self.log.failure("Scheduling {key} failed", key=key)
+            self.queue.retry(key)
+            return
+        self.cache.assume(pod, node.name)
+        self._in_flight += 1
+        Deferred.fromCoroutine(self._bind(pod, node.name)).addErrback(
+            lambda f: self.log.failure("Binding {key} failed", f, key=key))
+
+    async def _bind(self, pod, node_name):
+        key = pod.key
+        try:
+            await self._binder.bind(pod, node_name)
+        except Exception as e:
+            self.cache.forget(key)
+            if self.queue.where(key) != IN_FLIGHT:
+                return              # deleted, or bound by someone else, meanwhile
+            if isinstance(e, StatusError):
+                why = e.message
+                self.log.debug("Binding {key} to {node} refused: {why}", key=key,
+                               node=node_name, why=why)
+            else:
+                why = str(e) or e.__class__.__name__
+                self.log.failure("Binding {key} to {node} failed", key=key, node=node_name)
+            self.queue.retry(key)
+            self._failed(pod, SCHEDULER_ERROR, f'running Bind plugin "{BINDER_NAME}": {why}')
+        else:
+            self.queue.done(key)
+            self._recorder.record(pod.reference(), NORMAL, "Scheduled",
+                                  f"Successfully assigned {key} to {node_name}")
+        finally:
+            self._in_flight -= 1
+            self._wake()
+
+    def _failed(self, pod, reason, message):
+        """Tell the pod's watchers: an event, and its PodScheduled condition."""
+        self._recorder.record(pod.reference(), WARNING, "FailedScheduling", truncate(message))
+        if pod.condition != ("False", reason, message):
+            Deferred.fromCoroutine(self._set_unscheduled(pod, reason, message)).addErrback(
+                lambda f: self.log.failure("Updating {key} failed", f, key=pod.key))
+
+    async def _set_unscheduled(self, pod, reason, message):
+        condition = {"type": POD_SCHEDULED, "status": "False", "lastProbeTime": None,
+                     "lastTransitionTime": rfc3339(self._clock.seconds()),
+                     "reason": reason, "message": message}
+
+        def unscheduled(current):
+            if current["metadata"].get("uid") != pod.uid or \
+                    (current.get("spec") or {}).get("nodeName"):
+                return current      # another pod now, or bound meanwhile: leave it
+            status = current.get("status")
+            if not isinstance(status, dict):
+                status = current["status"] = {}
+            set_pod_condition(status, dict(condition))
+            return current
+
+        try:
+            await self._pods.patch(scheduler_context(pod.namespace), pod.name, unscheduled,
+                                   subresource="status")
+        except StatusError as e:
+            if e.code != 404:
+                self.log.warn("Cannot set {key} unschedulable: {error}", key=pod.key,
+                              error=e.message)
