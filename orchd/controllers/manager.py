@@ -1,5 +1,7 @@
-# -*- test-case-name: tests.app.test_leadership,tests.controllers.test_nodelifecycle,tests.controllers.test_tokencleaner -*-
+# -*- test-case-name: tests.controllers.test_manager,tests.app.test_leadership,tests.controllers.test_nodelifecycle,tests.controllers.test_tokencleaner -*-
 """Which controllers run, from C{--controllers}: C{*}, names and C{-name}."""
+
+from twisted.logger import Logger
 
 from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
@@ -18,6 +20,8 @@ from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
+
+log = Logger()
 
 
 class ControllerEnvironment:
@@ -45,26 +49,38 @@ def _plain(factory):
     return lambda env: factory(env.catalog, env.clock)
 
 
-#: Controller name -> (factory(ControllerEnvironment), on by default).
+_PODS, _NODES = ("", "pods"), ("", "nodes")
+
+#: Controller name -> (factory(ControllerEnvironment), on by default, the
+#: resources it works on: it is not started when the API serves one of them
+#: not, as upstream skips a controller whose resources are disabled).
 CONTROLLERS = {
-    "namespace": (_plain(NamespaceController), True),
-    "garbagecollector": (_plain(GarbageCollector), True),
-    "clusterrole-aggregation": (_plain(ClusterRoleAggregation), True),
-    "serviceaccount": (_plain(ServiceAccountsController), True),
-    "serviceaccount-token": (TokensController.from_environment, True),
-    "root-ca-cert-publisher": (RootCAPublisher.from_environment, True),
-    "bootstrapsigner": (_plain(BootstrapSigner), False),
-    "tokencleaner": (_plain(TokenCleaner), False),
-    "csrsigning": (CSRSigningController.from_environment, True),
-    "csrapproving": (CSRApprovingController.from_environment, True),
-    "nodelifecycle": (NodeLifecycleController.from_environment, True),
-    "taint-eviction-controller": (_plain(TaintEvictionController), True),
-    "podgc": (_plain(PodGarbageCollector), True),
-    "endpoint": (_plain(EndpointsController), True),
-    "endpointslice": (_plain(EndpointSliceController), True),
-    "replicaset": (_plain(ReplicaSetController), True),
-    "replicationcontroller": (_plain(ReplicaSetController.for_replication_controllers), True),
-    "deployment": (_plain(DeploymentController), True),
+    "namespace": (_plain(NamespaceController), True, (("", "namespaces"),)),
+    "garbagecollector": (_plain(GarbageCollector), True, ()),
+    "clusterrole-aggregation": (_plain(ClusterRoleAggregation), True,
+                                (("rbac.authorization.orch.io", "clusterroles"),)),
+    "serviceaccount": (_plain(ServiceAccountsController), True, (("", "serviceaccounts"),)),
+    "serviceaccount-token": (TokensController.from_environment, True,
+                             (("", "serviceaccounts"), ("", "secrets"))),
+    "root-ca-cert-publisher": (RootCAPublisher.from_environment, True, (("", "configmaps"),)),
+    "bootstrapsigner": (_plain(BootstrapSigner), False, (("", "secrets"), ("", "configmaps"))),
+    "tokencleaner": (_plain(TokenCleaner), False, (("", "secrets"),)),
+    "csrsigning": (CSRSigningController.from_environment, True,
+                   (("certificates.orch.io", "certificatesigningrequests"),)),
+    "csrapproving": (CSRApprovingController.from_environment, True,
+                     (("certificates.orch.io", "certificatesigningrequests"),)),
+    "nodelifecycle": (NodeLifecycleController.from_environment, True, (_NODES, _PODS)),
+    "taint-eviction-controller": (_plain(TaintEvictionController), True, (_NODES, _PODS)),
+    "podgc": (_plain(PodGarbageCollector), True, (_NODES, _PODS)),
+    "endpoint": (_plain(EndpointsController), True,
+                 (("", "services"), ("", "endpoints"), _PODS)),
+    "endpointslice": (_plain(EndpointSliceController), True,
+                      (("", "services"), ("discovery.orch.io", "endpointslices"), _PODS)),
+    "replicaset": (_plain(ReplicaSetController), True, (("apps", "replicasets"), _PODS)),
+    "replicationcontroller": (_plain(ReplicaSetController.for_replication_controllers), True,
+                              (("", "replicationcontrollers"), _PODS)),
+    "deployment": (_plain(DeploymentController), True,
+                   (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
 }
 
 
@@ -85,7 +101,7 @@ def selected_controllers(names, known=CONTROLLERS):
                 f"--controllers: {bare!r} is not a known controller "
                 f"(known: {', '.join(sorted(known))})")
     selected = []
-    for name, (_, default) in known.items():
+    for name, (_, default, _) in known.items():
         if f"-{name}" in names:
             continue
         if name in names or ("*" in names and default):
@@ -94,5 +110,19 @@ def selected_controllers(names, known=CONTROLLERS):
 
 
 def build_controllers(names, env, known=CONTROLLERS):
-    """One service per selected controller, built from C{env} (a L{ControllerEnvironment})."""
-    return [known[name][0](env) for name in selected_controllers(names, known)]
+    """
+    One service per selected controller, built from C{env} (a
+    L{ControllerEnvironment}); those whose resources the API does not serve
+    (C{--runtime-config}) are left out, and logged.
+    """
+    built = []
+    for name in selected_controllers(names, known):
+        factory, _, needs = known[name]
+        missing = [f"{resource}.{group}" if group else resource for group, resource in needs
+                   if env.catalog.resource(group, resource) is None]
+        if missing:
+            log.info("Not starting controller {name}: the API does not serve {missing}",
+                     name=name, missing=", ".join(missing))
+            continue
+        built.append(factory(env))
+    return built
