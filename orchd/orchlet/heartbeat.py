@@ -136,8 +136,8 @@ class LeaseRenewer:
         self.renewals = 0
         self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease")
 
-    def start(self):
-        self.repeater.start()
+    def start(self, delay=0):
+        self.repeater.start(delay)
 
     def stop(self):
         return self.repeater.stop()

@@ -149,7 +149,8 @@ class OrchletService(MultiService):
             if serving_pair is None:
                 return
             serving_cert, serving_key = serving_pair
-        self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir)
+        self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir,
+                                        host_ip=self.settings.bind_address)
         self.endpoint = self._endpoint(serving_cert, serving_key, client_cas)
         self.agent = NodeAgent(self.reactor, self.api, self.runtime, self.node_name,
                                self.settings.bind_address, self.root_dir, self.port)
@@ -256,5 +257,7 @@ class OrchletService(MultiService):
         await MultiService.stopService(self)
         if self._work is not None and not self._work.called:
             self._work.cancel()
+        if self.runtime is not None:
+            self.runtime.close()
         if self.api is not None:
             await self.api.close()

@@ -1,0 +1,534 @@
+# -*- test-case-name: tests.orchlet.test_simpod -*-
+"""
+One simulated pod's life: its containers pulled, created, started, made
+ready, exited, restarted and stopped on the reactor's clock.
+
+The sequence is the kubelet's as the API shows it. A pod reaches the node
+with its containers waiting (C{ContainerCreating}, or C{PodInitializing}
+behind init containers); containers then start one after the other, init
+containers first (each runs to completion before the next), each after its
+image is pulled (C{Pulling}, C{Pulled}, C{Created}, C{Started} events). A
+started container is ready after its readiness delay. A container that
+exits is restarted as the pod's C{restartPolicy} says, immediately the
+first time and then after a back-off (10 s doubling to 5 minutes:
+C{CrashLoopBackOff}); an image that cannot be pulled gives C{ErrImagePull},
+then C{ImagePullBackOff} with the same back-off. Stopping (the pod being
+deleted) sends C{Killing} events and terminates every container; the pod
+then has a terminal phase.
+
+Each pod holds at most one timer, set for its next due step: nothing polls.
+The timings come from L{orchd.orchlet.behaviour}. The pod tells its owner
+through C{hooks} (L{PodHooks}): a status change, an event, a log line.
+"""
+
+import hashlib
+
+from zope.interface import Interface
+
+from orchd.api.meta import rfc3339
+from orchd.orchlet import podstatus
+from orchd.orchlet.behaviour import (
+    IMAGE_BYTES, PULL_SECONDS, Behaviour, format_duration, pull_policy, pullable,
+)
+
+NORMAL, WARNING = "Normal", "Warning"
+#: Upstream's container back-off: 10 s, doubling, at most 300 s.
+BACKOFF_START = 10.0
+BACKOFF_CAP = 300.0
+#: Seconds between an image pull failing (ErrImagePull) and the next sync showing ImagePullBackOff.
+RESYNC_SECONDS = 1.0
+#: The exit code of a container killed at the end of its grace period (SIGKILL).
+KILLED = 137
+
+# Where a container is in its life (not API states: several map to "waiting").
+QUEUED = "queued"           # waiting for its turn to start
+PULLING = "pulling"         # its image is being pulled
+PULL_FAILED = "pull-failed"  # ErrImagePull, until the next sync shows the back-off
+PULL_BACKOFF = "pull-backoff"  # ImagePullBackOff, until the next pull
+RUNNING = "running"
+CRASH_BACKOFF = "crash-backoff"  # CrashLoopBackOff, until the restart
+EXITED = "exited"           # terminated, not to be restarted
+STOPPING = "stopping"       # asked to stop, not yet stopped
+
+
+def digest(*parts):
+    return hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()
+
+
+class PodHooks(Interface):
+    """What a simulated pod tells its runtime."""
+
+    def changed(pod):
+        """The pod's status changed (C{pod} is the L{SimulatedPod})."""
+
+    def event(pod, type, reason, message, field_path):
+        """An event about the pod's object, C{field_path} naming the container."""
+
+    def log(pod, container, text):
+        """One line a container printed."""
+
+    def has_image(image):
+        """True if the node already has C{image}."""
+
+    def add_image(image):
+        """The node now has C{image}."""
+
+
+class SimContainer:
+    """One container of a simulated pod."""
+
+    def __init__(self, spec, init, index):
+        self.spec = spec
+        self.name = spec.get("name", "")
+        self.image = spec.get("image", "")
+        self.init = init
+        self.sidecar = init and spec.get("restartPolicy") == "Always"
+        self.field_path = (f"spec.initContainers{{{self.name}}}" if init
+                           else f"spec.containers{{{self.name}}}")
+        self.index = index
+        self.where = QUEUED
+        self.due = None              # when the next step is due, or None
+        self.waiting = ("PodInitializing", None)
+        self.started_at = None
+        self.terminated = None       # the API's terminated state, once exited
+        self.last_state = {}
+        self.ready = False
+        self.ready_at = None
+        self.exit_at = None
+        self.restarts = 0
+        self.backoff = None          # the next back-off delay once one was used
+        self.pull_backoff = None
+        self.pull_error = None
+        self.pull_started = None
+        self.pull_failed_at = None
+        self.fetch = False           # whether the current pull fetches the image
+        self.killed = False
+        self.container_id = ""
+        self.image_id = ""
+
+    @property
+    def running(self):
+        return self.where in (RUNNING, STOPPING)
+
+    def state(self):
+        if self.where in (RUNNING, STOPPING):
+            return {"running": {"startedAt": rfc3339(self.started_at)}}
+        if self.terminated is not None and self.where in (EXITED, PULLING):
+            # Between an exit and the restart, the last instance is what there is.
+            return {"terminated": dict(self.terminated)}
+        reason, message = self.waiting
+        waiting = {"reason": reason}
+        if message:
+            waiting["message"] = message
+        return {"waiting": waiting}
+
+    def status(self):
+        status = {"name": self.name, "state": self.state(), "lastState": dict(self.last_state),
+                  "ready": self.ready, "restartCount": self.restarts, "image": self.image,
+                  "imageID": self.image_id}
+        if self.container_id:
+            status["containerID"] = self.container_id
+        status["started"] = self.running
+        return status
+
+
+class SimulatedPod:
+    """
+    The life of one pod on a simulated node.
+
+    @param pod: the Pod as the API serves it.
+    @param clock: the C{IReactorTime} for every time and timer.
+    @param hooks: a L{PodHooks} provider.
+    @param host_ip: the node's address (C{status.hostIP}).
+    @param pod_ip: the pod's address.
+    """
+
+    def __init__(self, pod, clock, hooks, host_ip, pod_ip):
+        self.pod = pod
+        self.clock = clock
+        self.hooks = hooks
+        self.host_ip = host_ip
+        self.ip = pod_ip
+        self.arrived = clock.seconds()
+        self.behaviour = Behaviour.of(pod)
+        spec = pod.get("spec") or {}
+        self.restart_policy = spec.get("restartPolicy") or "Always"
+        self.containers = []
+        for init, field in ((True, "initContainers"), (False, "containers")):
+            for index, container in enumerate(spec.get(field) or ()):
+                if isinstance(container, dict):
+                    self.containers.append(SimContainer(container, init, index))
+        if not any(c.init for c in self.containers):
+            for container in self.containers:
+                container.waiting = ("ContainerCreating", None)
+        self.stopping = False
+        self.forgotten = False
+        self._on_stopped = []
+        self._conditions = []
+        self._timer = None
+        self._pulled_first = False
+        self._status = None
+        for key, why in self.behaviour.problems:
+            self._event(None, WARNING, "FailedSimulation",
+                        f"annotation {key} ignored: {why}")
+
+    # -- identity ----------------------------------------------------------------------
+
+    @property
+    def meta(self):
+        return self.pod.get("metadata") or {}
+
+    @property
+    def uid(self):
+        return self.meta.get("uid", "")
+
+    @property
+    def key(self):
+        return self.meta.get("namespace", "default"), self.meta.get("name", "")
+
+    def container(self, name):
+        for container in self.containers:
+            if not container.init and container.name == name:
+                return container
+        for container in self.containers:
+            if container.name == name:
+                return container
+        return None
+
+    # -- the clock -----------------------------------------------------------------------
+
+    def start(self):
+        """Begin the pod's life: report it waiting, then step on the clock."""
+        self._advance()
+
+    def _advance(self):
+        """Take every step due by now, then set the timer for the next one."""
+        if self.forgotten:
+            return
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+        now = self.clock.seconds()
+        for _ in range(10 * len(self.containers) + 10):
+            if not self._step(now):
+                break
+        due = [c.due for c in self.containers if c.due is not None]
+        if due:
+            self._timer = self.clock.callLater(max(min(due) - now, 0), self._advance)
+        self._report()
+
+    def _step(self, now):
+        """One step due by C{now}, if any; True if something happened."""
+        head = self._head()
+        if head is not None and head.where == QUEUED and not self.stopping:
+            self._begin_pull(head, now)
+            return True
+        for container in self.containers:
+            if container.due is not None and container.due <= now:
+                container.due = None
+                self._due(container, now)
+                return True
+        return False
+
+    def _head(self):
+        """
+        The container to start next, or None: init containers one at a time
+        (each must have started, and so completed, before the next), then
+        the others in order, one image pull at a time; a container whose
+        image cannot be pulled holds up only the init sequence.
+        """
+        for container in self.containers:
+            if container.init:
+                if container.started_at is not None:
+                    continue
+                return container if container.where == QUEUED else None
+            if container.where == PULLING and container.started_at is None:
+                return None
+            if container.where == QUEUED:
+                return container
+        return None
+
+    def _due(self, container, now):
+        where = container.where
+        if where == PULLING:
+            self._end_pull(container, now)
+        elif where == PULL_FAILED:
+            container.where = PULL_BACKOFF
+            message = f'Back-off pulling image "{container.image}"'
+            container.waiting = ("ImagePullBackOff", f"{message}: ErrImagePull: "
+                                                     f"{container.pull_error}")
+            self._event(container, NORMAL, "BackOff", message)
+            self._event(container, WARNING, "Failed", "Error: ImagePullBackOff")
+            container.due = container.pull_failed_at + container.pull_backoff
+        elif where == PULL_BACKOFF:
+            self._begin_pull(container, now)
+        elif where == RUNNING:
+            if not container.ready and container.ready_at is not None \
+                    and container.ready_at <= now:
+                container.ready = True
+                container.ready_at = None
+            if container.exit_at is not None and container.exit_at <= now:
+                self._exit(container, now, self.behaviour.exit_code)
+            else:
+                container.due = _earliest(container.ready_at, container.exit_at)
+        elif where == CRASH_BACKOFF:
+            self._begin_pull(container, now)
+        elif where == STOPPING:
+            self._exit(container, now, KILLED if container.killed else 0, stopping=True)
+
+    # -- pulling and starting --------------------------------------------------------------
+
+    def _begin_pull(self, container, now):
+        """
+        Make sure C{container}'s image is there, as its pull policy says,
+        then run it: at once when nothing is fetched, else once the pull
+        (or the pod's C{start-after}) is over.
+        """
+        image = container.image
+        policy = pull_policy(container.spec)
+        present = self.hooks.has_image(image) and pullable(image)
+        if policy == "Never" and not present:
+            message = f'Container image "{image}" is not present with pull policy of Never'
+            container.where = PULL_BACKOFF
+            container.waiting = ("ErrImageNeverPull", message)
+            self._event(container, WARNING, "ErrImageNeverPull", message)
+            return
+        container.fetch = policy == "Always" or not present
+        container.pull_started = now
+        delay = self._pull_seconds(container.fetch)
+        if container.fetch:
+            self._event(container, NORMAL, "Pulling", f'Pulling image "{image}"')
+        if delay > 0:
+            container.where = PULLING
+            container.due = now + delay
+            return
+        self._end_pull(container, now)
+
+    def _pull_seconds(self, fetch):
+        """How long a pull takes: the pod's C{start-after} for its first container, else a pull's."""
+        start_after = self.behaviour.start_after
+        if start_after is None:
+            return PULL_SECONDS if fetch else 0.0
+        if self._pulled_first:
+            return 0.0
+        self._pulled_first = True
+        return max(start_after - (self.clock.seconds() - self.arrived), 0.0)
+
+    def _end_pull(self, container, now):
+        image = container.image
+        if not container.fetch:
+            self._event(container, NORMAL, "Pulled",
+                        f'Container image "{image}" already present on machine')
+            self._run(container, now)
+            return
+        if not pullable(image):
+            error = (f'rpc error: code = NotFound desc = failed to pull and unpack image '
+                     f'"{image}": failed to resolve reference "{image}": not found')
+            container.pull_error = error
+            container.pull_failed_at = now
+            container.where = PULL_FAILED
+            container.waiting = ("ErrImagePull", error)
+            self._event(container, WARNING, "Failed", f'Failed to pull image "{image}": {error}')
+            self._event(container, WARNING, "Failed", "Error: ErrImagePull")
+            delay = container.pull_backoff = _next_backoff(container.pull_backoff)
+            container.due = now + min(RESYNC_SECONDS, delay)
+            return
+        took = format_duration(now - container.pull_started)
+        self.hooks.add_image(image)
+        self._event(container, NORMAL, "Pulled",
+                    f'Successfully pulled image "{image}" in {took} ({took} including '
+                    f'waiting). Image size: {IMAGE_BYTES} bytes.')
+        container.pull_backoff = None
+        self._run(container, now)
+
+    def _run(self, container, now):
+        """Create and start C{container} (its image is there)."""
+        ns, name = self.key
+        if container.started_at is not None or container.terminated is not None:
+            container.restarts += 1
+        container.container_id = "simulated://" + digest(ns, name, self.uid, container.name,
+                                                        str(container.restarts))
+        container.image_id = f"{container.image}@sha256:{digest(container.image)}"
+        self._event(container, NORMAL, "Created", f"Created container: {container.name}")
+        self._event(container, NORMAL, "Started", f"Started container {container.name}")
+        self.hooks.log(self, container.name,
+                       f"container {container.name} started from image {container.image}")
+        container.where = RUNNING
+        container.started_at = now
+        container.terminated = None
+        if container.init and not container.sidecar:
+            # An init container runs to completion at once.
+            self._exit(container, now, 0)
+            return
+        delay = self.behaviour.ready_delay(container.spec)
+        container.ready = delay <= 0
+        container.ready_at = None if container.ready else now + delay
+        exit_after = self.behaviour.exit_after
+        container.exit_at = None if exit_after is None or container.sidecar else now + exit_after
+        container.due = _earliest(container.ready_at, container.exit_at)
+
+    # -- exiting -----------------------------------------------------------------------
+
+    def _exit(self, container, now, code, stopping=False):
+        """C{container} ends with C{code}; restarted as the pod's policy says unless stopping."""
+        reason = "Completed" if code == 0 else "Error"
+        container.terminated = {"exitCode": code, "reason": reason,
+                                "startedAt": rfc3339(container.started_at),
+                                "finishedAt": rfc3339(now),
+                                "containerID": container.container_id}
+        container.ready = False
+        container.ready_at = container.exit_at = container.due = None
+        container.where = EXITED
+        self.hooks.log(self, container.name, f"container {container.name} exited with code {code}")
+        if stopping or self.stopping or (container.init and not container.sidecar and code == 0):
+            return
+        if not self._restarts(container, code):
+            return
+        container.last_state = {"terminated": dict(container.terminated)}
+        if container.backoff is None:
+            container.backoff = BACKOFF_START
+            self._begin_pull(container, now)
+            return
+        delay = container.backoff
+        container.backoff = _next_backoff(delay)
+        ns, name = self.key
+        where = f"{name}_{ns}({self.uid})"
+        container.where = CRASH_BACKOFF
+        container.waiting = ("CrashLoopBackOff", f"back-off {format_duration(delay)} restarting "
+                                                 f"failed container={container.name} pod={where}")
+        self._event(container, WARNING, "BackOff",
+                    f"Back-off restarting failed container {container.name} in pod {where}")
+        container.due = now + delay
+
+    def _restarts(self, container, code):
+        if container.sidecar or self.restart_policy == "Always":
+            return True
+        return self.restart_policy == "OnFailure" and code != 0
+
+    # -- stopping ----------------------------------------------------------------------
+
+    def stop(self, grace, on_stopped):
+        """
+        Stop every container within C{grace} seconds; C{on_stopped()} is
+        called once all have stopped (at once if none runs). A second call
+        may only shorten the time left.
+        """
+        now = self.clock.seconds()
+        self._on_stopped.append(on_stopped)
+        if not self.stopping:
+            self.stopping = True
+            stop_after = self.behaviour.stop_after
+            for container in self.containers:
+                if container.running:
+                    self._event(container, NORMAL, "Killing",
+                                f"Stopping container {container.name}")
+                    container.where = STOPPING
+                    container.ready = False
+                    container.killed = stop_after > grace
+                    container.due = now + min(stop_after, grace)
+                elif container.where != EXITED:
+                    self._lost(container, now)
+        else:
+            for container in self.containers:
+                if container.where == STOPPING and container.due is not None \
+                        and container.due > now + grace:
+                    container.due = now + grace
+                    container.killed = True
+        self._advance()
+
+    def _lost(self, container, now):
+        """A container that never ran ends as upstream's TerminatePod reports it."""
+        container.terminated = {
+            "exitCode": KILLED, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated"}
+        container.where = EXITED
+        container.due = None
+        container.ready = False
+
+    def pause(self):
+        """Cancel the timer: the clock no longer moves this pod (its runtime is closing)."""
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+    def kill(self):
+        """Stop at once (the pod is gone): Killing events for running containers, no timer."""
+        if not self.stopping:
+            for container in self.containers:
+                if container.running:
+                    self._event(container, NORMAL, "Killing",
+                                f"Stopping container {container.name}")
+        self.forgotten = True
+        self.pause()
+
+    # -- status ------------------------------------------------------------------------
+
+    def phase(self):
+        spec = self.pod.get("spec") or {}
+        init, regular = self._statuses()
+        phase = podstatus.pod_phase(spec, init, regular, terminal=self.stopping)
+        if self.stopping and phase not in podstatus.TERMINAL and self._all_stopped():
+            phase = podstatus.FAILED
+        return phase
+
+    def _all_stopped(self):
+        return all(c.where == EXITED for c in self.containers)
+
+    def _statuses(self):
+        init = [c.status() for c in self.containers if c.init]
+        regular = [c.status() for c in self.containers if not c.init]
+        return init, regular
+
+    def status(self):
+        """The pod status this node reports (its own conditions timed by this pod's clock)."""
+        return self._status if self._status is not None else self._compute()
+
+    def _compute(self):
+        spec = self.pod.get("spec") or {}
+        init, regular = self._statuses()
+        phase = self.phase()
+        # The sandbox (the pod's network) is up from the start and torn down once it is over.
+        sandbox = phase not in podstatus.TERMINAL and not (self.stopping and self._all_stopped())
+        stored = (self.pod.get("status") or {}).get("conditions")
+        conditions = podstatus.owned_conditions(spec, init, regular, phase, sandbox, stored)
+        self._conditions = podstatus.stamp_conditions(conditions, self._conditions,
+                                                      rfc3339(self.clock.seconds()))
+        status = {"phase": phase, "conditions": self._conditions, "hostIP": self.host_ip,
+                  "hostIPs": [{"ip": self.host_ip}], "podIP": self.ip,
+                  "podIPs": [{"ip": self.ip}], "startTime": rfc3339(self.arrived)}
+        if init:
+            status["initContainerStatuses"] = init
+        status["containerStatuses"] = regular
+        self._status = status
+        return status
+
+    def _report(self):
+        before = self._status
+        self._status = None
+        after = self._compute()
+        if before != after:
+            self.hooks.changed(self)
+        if self.stopping and self._all_stopped() and self._on_stopped:
+            callbacks, self._on_stopped = self._on_stopped, []
+            for callback in callbacks:
+                callback()
+
+    def update(self, pod):
+        """The pod object changed (a new resourceVersion): readiness gates may have."""
+        self.pod = pod
+        self._report()
+
+    # -- events --------------------------------------------------------------------------
+
+    def _event(self, container, type, reason, message):
+        self.hooks.event(self, type, reason, message,
+                         container.field_path if container is not None else None)
+
+
+def _earliest(*times):
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
+def _next_backoff(delay):
+    return BACKOFF_START if delay is None else min(delay * 2, BACKOFF_CAP)
