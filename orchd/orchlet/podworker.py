@@ -145,7 +145,7 @@ class PodWorker:
                     failed.append(key)
         finally:
             self._busy = False
-            if self._idle is not None and not self._marked:
+            if self._idle is not None and not (self._marked and self._running):
                 idle, self._idle = self._idle, None
                 idle.callback(None)
         if failed and self._running:

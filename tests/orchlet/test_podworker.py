@@ -209,3 +209,11 @@ class PodWorkerTests(SynchronousTestCase):
         self.worker.replace([pod("a")])
         self.clock.advance(1)
         self.assertEqual(self.runtime.synced, [])
+
+    def test_stop_with_work_pending(self):
+        """Stopping while pods are marked but not yet handled ends at once, handling nothing."""
+        self.worker.replace([pod("a")])
+        stopped = self.worker.stop()
+        self.clock.advance(0)
+        self.successResultOf(stopped)
+        self.assertEqual(self.runtime.synced, [])
