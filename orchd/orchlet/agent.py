@@ -35,6 +35,8 @@ class NodeAgent(Service):
     @param watch_pods: False when the caller feeds C{pods} from a watch it shares.
     @param stagger: seconds before the first Lease renewal after registration,
         to spread the heartbeats of many nodes.
+    @param registration_gate: a C{DeferredSemaphore} bounding the
+        registrations of many nodes under way at once, or None.
     @ivar registered: a Deferred firing with the registered Node.
     @ivar pods: the L{PodWorker} of this node's pods.
     """
@@ -42,7 +44,8 @@ class NodeAgent(Service):
     log = Logger()
 
     def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None,
-                 capacity=None, labels=None, watch_pods=True, stagger=0):
+                 capacity=None, labels=None, watch_pods=True, stagger=0,
+                 registration_gate=None):
         self.clock = clock
         self.api = api
         self.runtime = runtime
@@ -59,6 +62,7 @@ class NodeAgent(Service):
             self.watch = PodWatch(clock, api, f"spec.nodeName={node_name}",
                                   {node_name: self.pods})
         self._stagger = stagger
+        self._gate = registration_gate
         self._backoff = Backoff()
         self._pending = None
         self._work = None
@@ -71,7 +75,11 @@ class NodeAgent(Service):
     async def _register(self):
         while self.running:
             try:
-                node = await self.register()
+                if self._gate is None:
+                    node = await self.register()
+                else:
+                    node = await self._gate.run(
+                        lambda: Deferred.fromCoroutine(self.register()))
             except Exception as e:
                 self.log.warn("Registering node {node} failed: {error}", node=self.node_name,
                               error=e)
