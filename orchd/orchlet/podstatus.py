@@ -266,8 +266,11 @@ def owned_conditions(spec, init_statuses, statuses, phase, sandbox_ready, condit
 
 def stamp_conditions(conditions, previous, now):
     """
-    C{conditions} with C{lastProbeTime} and C{lastTransitionTime}: kept from
-    C{previous} (a list) for a condition whose status did not change, else C{now}.
+    C{conditions} with their C{lastTransitionTime}: kept from C{previous}
+    (a list) for a condition whose status did not change, else C{now}.
+
+    No C{lastProbeTime}: upstream's is always null, and a null in the
+    merge patch that writes the status would mean "remove the field".
     """
     before = {c.get("type"): c for c in previous or () if isinstance(c, dict)}
     stamped = []
@@ -277,7 +280,7 @@ def stamp_conditions(conditions, previous, now):
         if old is not None and old.get("status") == condition["status"] \
                 and old.get("lastTransitionTime"):
             since = old["lastTransitionTime"]
-        stamped.append(dict(condition, lastProbeTime=None, lastTransitionTime=since))
+        stamped.append(dict(condition, lastTransitionTime=since))
     return stamped
 
 
@@ -318,13 +321,22 @@ def same_status(a, b):
 
 
 def _conditions_by_type(status):
-    return {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
+    """Conditions by type, null fields left out (a stored null and an absent field agree)."""
+    return {c.get("type"): {k: v for k, v in c.items() if v is not None}
+            for c in status.get("conditions") or () if isinstance(c, dict)}
 
 
 def status_patch(merged):
-    """The strategic merge patch writing the agent's part of C{merged}."""
+    """
+    The strategic merge patch writing the agent's part of C{merged}.
+
+    Conditions merge by type, field by field, so a condition that lost its
+    reason or message says so with a null (upstream's generated patches do
+    the same).
+    """
     status = {field: merged[field] for field in WRITTEN if field in merged}
-    owned = [c for c in merged.get("conditions") or () if c.get("type") in OWNED]
+    owned = [dict({"reason": None, "message": None}, **c)
+             for c in merged.get("conditions") or () if c.get("type") in OWNED]
     if owned:
         status["conditions"] = owned
     return {"status": status}

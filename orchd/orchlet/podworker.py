@@ -227,6 +227,8 @@ class PodWorker:
 
     async def _terminate(self, key, live):
         """Stop a pod being deleted; once stopped, write its last status and delete it."""
+        if key in self.deleted:
+            return True                  # its DELETED event is on the way
         if self.runtime.pod_status(*key) is None and key not in self.seen:
             return await self._delete(key, live)      # it never ran here
         grace = (live.get("metadata") or {}).get("deletionGracePeriodSeconds") or 0

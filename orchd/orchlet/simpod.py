@@ -305,7 +305,7 @@ class SimulatedPod:
         self._end_pull(container, now)
 
     def _pull_seconds(self, fetch):
-        """How long a pull takes: the pod's C{start-after} for its first container, else a pull's."""
+        """How long a pull takes: the pod's C{start-after} for its first one, else a pull's."""
         start_after = self.behaviour.start_after
         if start_after is None:
             return PULL_SECONDS if fetch else 0.0

@@ -126,10 +126,9 @@ class MergeTests(SynchronousTestCase):
         {"type": "DisruptionTarget", "status": "True", "lastTransitionTime": "T-other"},
         {"type": "Ready", "status": "True", "lastTransitionTime": "T-old"}]}
     reported = {"phase": "Running", "podIP": "10.88.0.2", "conditions": [
-        {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-         "lastTransitionTime": "T-node"},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "T-node"},
         {"type": "Ready", "status": "False", "reason": "ContainersNotReady",
-         "lastProbeTime": None, "lastTransitionTime": "T-node"}]}
+         "lastTransitionTime": "T-node"}]}
 
     def test_merge(self):
         """Reported fields win; others' conditions and fields stay; unchanged times are kept."""
@@ -153,3 +152,9 @@ class MergeTests(SynchronousTestCase):
         flipped = dict(self.stored, conditions=list(reversed(self.stored["conditions"])))
         self.assertTrue(same_status(self.stored, flipped))
         self.assertFalse(same_status(self.stored, dict(self.stored, phase="Running")))
+
+    def test_same_status_ignores_nulls(self):
+        """A stored null field and an absent one agree (a merge patch drops nulls)."""
+        stored = {"conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None}]}
+        reported = {"conditions": [{"type": "Ready", "status": "True"}]}
+        self.assertTrue(same_status(stored, reported))

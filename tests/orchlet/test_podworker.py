@@ -6,7 +6,9 @@ from zope.interface.verify import verifyObject
 
 from orchd.orchlet.podworker import PodWorker
 from orchd.orchlet.runtime import IRuntimeObserver
+from orchd.orchlet.simulated import SimulatedRuntime
 from tests.orchlet.fakes import FakeAPI, FakeRuntime
+from tests.support import APIHarness
 
 STATUS = "/api/v1/namespaces/ns/pods/{}/status"
 
@@ -98,17 +100,18 @@ class PodWorkerTests(SynchronousTestCase):
     def test_stored_conditions_of_others_kept(self):
         """The patch carries only the agent's conditions; the scheduler's time is kept."""
         stored = {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"},
+            {"type": "PodScheduled", "status": "True",
+             "lastTransitionTime": "2024-01-01T00:00:00Z"},
             {"type": "example.com/gate", "status": "False"}]}
         self.worker.replace([pod("a", status=stored)])
         self.runtime.sync_pod(pod("a"))
         self.runtime.statuses[("ns", "a")] = (pod("a"), {"phase": "Running", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+            {"type": "PodScheduled", "status": "True",
              "lastTransitionTime": "2024-06-01T00:00:00Z"}]})
         self.settle()
         [(_, body)] = self.patches()
         self.assertEqual(body["status"]["conditions"], [
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+            {"type": "PodScheduled", "status": "True", "reason": None, "message": None,
              "lastTransitionTime": "2024-01-01T00:00:00Z"}])
 
     def test_events_go_to_the_recorder(self):
@@ -217,3 +220,83 @@ class PodWorkerTests(SynchronousTestCase):
         self.clock.advance(0)
         self.successResultOf(stopped)
         self.assertEqual(self.runtime.synced, [])
+
+
+class HarnessAPI:
+    """The node agent's client, answered by an in-memory API server."""
+
+    def __init__(self, harness):
+        self.harness = harness
+        self.requests = []
+
+    async def request(self, method, path, body=None, content_type="application/json"):
+        self.requests.append((method, path))
+        code, answer, _ = self.harness.call(method, path, body,
+                                            content_type=content_type.encode("ascii"))
+        return code, answer
+
+
+class WorkerAgainstServerTests(SynchronousTestCase):
+    """The worker, the simulated runtime and a whole API server, on one clock."""
+
+    def setUp(self):
+        self.harness = APIHarness()
+        self.clock = self.harness.clock
+        self.api = HarnessAPI(self.harness)
+        self.runtime = SimulatedRuntime(self.clock, host_ip="192.0.2.7")
+        self.worker = PodWorker(self.clock, self.api, self.runtime, "n1")
+        body = {"metadata": {"name": "web", "annotations": {
+                    "orchlet.orch.io/ready-after": "2s", "orchlet.orch.io/stop-after": "1s"}},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}}
+        code, created, _ = self.harness.call("POST", "/api/v1/namespaces/default/pods", body)
+        self.assertEqual(code, 201, created)
+        self.feed()
+
+    def stored(self):
+        code, body, _ = self.harness.call("GET", "/api/v1/namespaces/default/pods/web")
+        return body if code == 200 else None
+
+    def feed(self):
+        """Hand the worker the stored pod (what the watch would), and let it work."""
+        found = self.stored()
+        if found is None:
+            self.worker.remove(("default", "web"))
+        else:
+            self.worker.upsert(found)
+        self.clock.advance(0)
+
+    def conditions(self):
+        return {c["type"]: c for c in self.stored()["status"]["conditions"]}
+
+    def patches(self):
+        return [request for request in self.api.requests if request[0] == "PATCH"]
+
+    def test_lifecycle_as_stored(self):
+        """What is stored follows the pod: ContainerCreating, Running, Ready, no stale reasons."""
+        self.assertEqual(self.stored()["status"]["containerStatuses"][0]["state"],
+                         {"waiting": {"reason": "ContainerCreating"}})
+        self.assertEqual(self.conditions()["Ready"]["reason"], "ContainersNotReady")
+        for _ in range(3):
+            self.clock.advance(1)
+            self.feed()
+        self.assertEqual(self.stored()["status"]["phase"], "Running")
+        self.assertEqual(self.conditions()["Ready"], {
+            "type": "Ready", "status": "True", "lastTransitionTime": "2023-11-14T22:13:23Z"})
+        self.assertEqual(len(self.patches()), 3)       # creating, running, ready
+        self.feed()
+        self.assertEqual(len(self.patches()), 3)       # nothing new: nothing written
+
+    def test_graceful_deletion_ends_with_the_node(self):
+        """DELETE marks the pod; the worker stops it, writes its end and removes it."""
+        for _ in range(3):
+            self.clock.advance(1)
+            self.feed()
+        code, body, _ = self.harness.call("DELETE", "/api/v1/namespaces/default/pods/web")
+        self.assertEqual((code, body["metadata"]["deletionGracePeriodSeconds"]), (200, 30))
+        self.feed()
+        self.assertEqual(self.conditions()["Ready"]["status"], "False")
+        self.clock.advance(1)                  # stop-after: the container has stopped
+        self.assertIsNone(self.stored())
+        self.assertEqual(self.api.requests[-1][0], "DELETE")
+        self.feed()
+        self.assertIsNone(self.runtime.pod_status("default", "web"))

@@ -113,7 +113,7 @@ class SettingsTests(SynchronousTestCase):
 
 class TreeTests(SynchronousTestCase):
     def test_tree(self):
-        """Simulated nodes come last (started last, stopped first), with or without the local agent."""
+        """Simulated nodes come last (started last, stopped first), local agent or not."""
         top = make_service(Config(data_dir=self.mktemp(), secure_port=0, orchlet_port=0,
                                   simulated_nodes=2), Clock())
         self.assertEqual([type(s) for s in top], [ControlPlane, OrchletService, SimulatedNodes])

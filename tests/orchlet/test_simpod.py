@@ -61,8 +61,7 @@ class LifecycleTests(SynchronousTestCase):
                           "PodScheduled"])
         self.assertEqual(conditions["Ready"], {
             "type": "Ready", "status": "False", "reason": "ContainersNotReady",
-            "message": "containers with unready status: [nginx]", "lastProbeTime": None,
-            "lastTransitionTime": T0})
+            "message": "containers with unready status: [nginx]", "lastTransitionTime": T0})
         self.assertEqual(conditions["ContainersReady"]["reason"], "ContainersNotReady")
         self.assertEqual(conditions["PodReadyToStartContainers"]["status"], "True")
         self.assertEqual(conditions["Initialized"]["status"], "True")
@@ -76,7 +75,6 @@ class LifecycleTests(SynchronousTestCase):
         self.assertEqual((nginx["ready"], nginx["started"]), (True, True))
         self.assertTrue(nginx["containerID"].startswith("simulated://"))
         self.assertEqual(self.conditions()["Ready"], {"type": "Ready", "status": "True",
-                                                      "lastProbeTime": None,
                                                       "lastTransitionTime": at(1)})
         self.assertEqual(self.events()[1:], [
             ("Normal", "Pulled", f'Successfully pulled image "nginx" in 1s (1s including '
@@ -121,7 +119,7 @@ class LifecycleTests(SynchronousTestCase):
                                   f'waiting). Image size: {IMAGE_BYTES} bytes.'])
 
     def test_image_that_cannot_be_pulled(self):
-        """An 'invalid' image: ErrImagePull, then ImagePullBackOff, pulled again after 10 s, 20 s."""
+        """An 'invalid' image: ErrImagePull, ImagePullBackOff, pulled again after 10 s, 20 s."""
         spec = pod(start_after=None)
         spec["spec"]["containers"][0]["image"] = "nginx:invalid"
         self.runtime.sync_pod(spec)
@@ -186,7 +184,7 @@ class LifecycleTests(SynchronousTestCase):
         self.assertEqual(self.conditions("bad")["Ready"]["reason"], "PodFailed")
 
     def test_crash_loop(self):
-        """A container that keeps exiting restarts at once, then after 10 s, 20 s: CrashLoopBackOff."""
+        """An exiting container restarts at once, then after 10 s, 20 s (CrashLoopBackOff)."""
         self.run_pod(start_after="0s", annotations={"orchlet.orch.io/exit-after": "5s",
                                                      "orchlet.orch.io/exit-code": "1"})
         self.clock.advance(5)

@@ -73,7 +73,8 @@ class SimulatedRuntimeTests(TestCase):
                           "Ready": "True", "ContainersReady": "True", "PodScheduled": "True"})
         self.assertTrue(status["podIP"].startswith("10.88."))
         self.assertEqual(status["podIPs"], [{"ip": status["podIP"]}])
-        self.assertEqual((status["hostIP"], status["hostIPs"]), ("192.0.2.7", [{"ip": "192.0.2.7"}]))
+        self.assertEqual((status["hostIP"], status["hostIPs"]),
+                         ("192.0.2.7", [{"ip": "192.0.2.7"}]))
         self.assertEqual(status["startTime"], "2023-11-14T22:13:20Z")
         app = status["containerStatuses"][0]
         self.assertEqual(app["state"], {"running": {"startedAt": "2023-11-14T22:13:20Z"}})

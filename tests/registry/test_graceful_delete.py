@@ -24,7 +24,7 @@ def delete_options(**fields):
 
 class GracePeriodTests(SynchronousTestCase):
     def test_grace_period_rules(self):
-        """The request's grace, else terminationGracePeriodSeconds, else 30; 0 off a node or done."""
+        """The request's, else terminationGracePeriodSeconds, else 30; 0 off a node or done."""
         self.assertEqual(grace_period(pod(), None), 30)
         self.assertEqual(grace_period(pod(), 5), 5)
         self.assertEqual(grace_period(pod(terminationGracePeriodSeconds=12), None), 12)
