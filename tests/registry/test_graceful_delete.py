@@ -2,6 +2,8 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.controllers.garbagecollector import GarbageCollector
+from orchd.controllers.namespaces import NamespaceController
 from orchd.registry.kinds.pod import grace_period
 from tests.server.test_watch import Stream
 from tests.support import APIHarness
@@ -198,3 +200,64 @@ class GracefulDeleteTests(SynchronousTestCase):
         self.assertEqual([e["type"] for e in events], ["ADDED", "MODIFIED", "DELETED"])
         self.assertEqual(events[1]["object"]["metadata"]["deletionGracePeriodSeconds"], 30)
         self.assertIn("deletionTimestamp", events[2]["object"]["metadata"])
+
+
+class ControllersTests(SynchronousTestCase):
+    """The namespace controller and the garbage collector with pods that take time to go."""
+
+    def setUp(self):
+        self.api = APIHarness()
+
+    def start(self, controller):
+        controller.startService()
+        self.addCleanup(controller.stopService)
+        return controller
+
+    def node_agent_finishes(self, path):
+        """What the node agent does last: delete with grace 0 and the pod's uid."""
+        code, pod, _ = self.api.call("GET", path)
+        self.assertEqual(code, 200, pod)
+        code, body, _ = self.api.call("DELETE", path, delete_options(
+            gracePeriodSeconds=0, preconditions={"uid": pod["metadata"]["uid"]}))
+        self.assertEqual(code, 200, body)
+
+    def test_namespace_waits_for_running_pods(self):
+        """A namespace being deleted waits until its bound pods are gone, then goes."""
+        self.start(NamespaceController(self.api.catalog, self.api.clock, recheck=5))
+        self.api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+        pods = "/api/v1/namespaces/team/pods"
+        self.assertEqual(self.api.call("POST", pods, pod())[0], 201)
+        self.assertEqual(self.api.call("POST", pods, pod("free", node=None))[0], 201)
+        self.api.call("DELETE", "/api/v1/namespaces/team")
+        self.assertEqual(self.api.call("GET", f"{pods}/free")[0], 404)
+        code, running, _ = self.api.call("GET", f"{pods}/p")
+        self.assertEqual(running["metadata"]["deletionGracePeriodSeconds"], 30)
+        self.api.clock.advance(5)
+        self.assertEqual(self.api.call("GET", "/api/v1/namespaces/team")[0], 200)
+        self.node_agent_finishes(f"{pods}/p")
+        self.api.clock.advance(5)
+        self.assertEqual(self.api.call("GET", "/api/v1/namespaces/team")[0], 404)
+
+    def test_foreground_owner_waits_for_its_pods(self):
+        """Foreground deletion of an owner holds it until its running pod is really gone."""
+        self.start(GarbageCollector(self.api.catalog, self.api.clock))
+        code, owner, _ = self.api.call("POST", "/api/v1/namespaces/default/configmaps",
+                                       {"metadata": {"name": "owner"}})
+        body = pod()
+        body["metadata"]["ownerReferences"] = [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}]
+        self.assertEqual(self.api.call("POST", PODS, body)[0], 201)
+        self.api.clock.advance(1)
+        code, _, _ = self.api.call("DELETE", "/api/v1/namespaces/default/configmaps/owner",
+                                   delete_options(propagationPolicy="Foreground"))
+        self.assertEqual(code, 200)
+        self.api.clock.advance(1)
+        code, marked, _ = self.api.call("GET", f"{PODS}/p")
+        self.assertEqual(marked["metadata"]["deletionGracePeriodSeconds"], 30)
+        self.assertEqual(self.api.call("GET",
+                                       "/api/v1/namespaces/default/configmaps/owner")[0], 200)
+        self.node_agent_finishes(f"{PODS}/p")
+        self.api.clock.advance(1)
+        self.assertEqual(self.api.call("GET",
+                                       "/api/v1/namespaces/default/configmaps/owner")[0], 404)
