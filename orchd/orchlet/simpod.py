@@ -26,6 +26,7 @@ import hashlib
 from zope.interface import Interface
 
 from orchd.api.meta import rfc3339
+from orchd.api.printers.base import parse_time
 from orchd.orchlet import podstatus
 from orchd.orchlet.behaviour import (
     IMAGE_BYTES, PULL_SECONDS, Behaviour, format_duration, pull_policy, pullable,
@@ -168,9 +169,62 @@ class SimulatedPod:
         self._timer = None
         self._pulled_first = False
         self._status = None
+        self._adopt(pod.get("status"))
         for key, why in self.behaviour.problems:
             self._event(None, WARNING, "FailedSimulation",
                         f"annotation {key} ignored: {why}")
+
+    def _adopt(self, status):
+        """
+        Take over the containers the stored status shows running (or done
+        for good): the node agent was restarted, not the node, so its pods
+        carry on instead of starting again from ContainerCreating.
+        """
+        if not isinstance(status, dict) or parse_time(status.get("startTime")) is None:
+            return
+        adopted = False
+        for field, init in (("initContainerStatuses", True), ("containerStatuses", False)):
+            for entry in status.get(field) or ():
+                if not isinstance(entry, dict):
+                    continue
+                container = self._find(entry.get("name"), init)
+                if container is None or entry.get("image") != container.image:
+                    continue
+                state = entry.get("state") or {}
+                running, done = state.get("running"), state.get("terminated")
+                if isinstance(running, dict) and parse_time(running.get("startedAt")):
+                    container.where = RUNNING
+                    container.started_at = parse_time(running["startedAt"])
+                    container.ready = entry.get("ready") is True
+                    if not container.ready:
+                        container.ready_at = (container.started_at
+                                              + self.behaviour.ready_delay(container.spec))
+                    if self.behaviour.exit_after is not None and not container.sidecar:
+                        container.exit_at = container.started_at + self.behaviour.exit_after
+                    container.due = _earliest(container.ready_at, container.exit_at)
+                elif isinstance(done, dict) and (container.init or not self._restarts(
+                        container, done.get("exitCode"))):
+                    container.where = EXITED
+                    container.terminated = dict(done)
+                    container.started_at = parse_time(done.get("startedAt")) or 0.0
+                else:
+                    continue
+                restarts = entry.get("restartCount")
+                container.restarts = restarts if isinstance(restarts, int) else 0
+                container.last_state = dict(entry.get("lastState") or {})
+                container.container_id = entry.get("containerID") or ""
+                container.image_id = entry.get("imageID") or ""
+                self.hooks.add_image(container.image)
+                adopted = True
+        if adopted:
+            self.arrived = parse_time(status["startTime"])
+            self._pulled_first = True
+
+    def _find(self, name, init):
+        for container in self.containers:
+            if container.init == init and container.name == name:
+                return container
+        return None
 
     # -- identity ----------------------------------------------------------------------
 
@@ -514,9 +568,27 @@ class SimulatedPod:
                 callback()
 
     def update(self, pod):
-        """The pod object changed (a new resourceVersion): readiness gates may have."""
+        """
+        The pod object changed (a new resourceVersion): its readiness gates
+        may have, or a container's image (then the container is restarted
+        with the new one, as upstream does when a container's spec changes).
+        """
         self.pod = pod
-        self._report()
+        now = self.clock.seconds()
+        specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or ()
+                 if isinstance(c, dict)}
+        for container in self.containers:
+            spec = specs.get(container.name)
+            if container.init or spec is None or spec.get("image") == container.image:
+                continue
+            container.spec, container.image = spec, spec.get("image", "")
+            if container.where == RUNNING and not self.stopping:
+                self._event(container, NORMAL, "Killing", f"Container {container.name} "
+                                                          "definition changed, will be restarted")
+                self._exit(container, now, 0, stopping=True)
+                container.last_state = {"terminated": dict(container.terminated)}
+                self._begin_pull(container, now)
+        self._advance()
 
     # -- events --------------------------------------------------------------------------
 

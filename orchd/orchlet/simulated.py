@@ -107,8 +107,9 @@ class SimulatedRuntime:
             self.kill_pod(*key)
             record = None
         if record is None:
+            stored = (pod.get("status") or {}).get("podIP")
             record = self._pods[key] = SimulatedPod(pod, self._clock, self._hooks,
-                                                    self._host_ip, self._allocate_ip())
+                                                    self._host_ip, self._allocate_ip(stored))
             record.start()
         else:
             record.update(pod)
@@ -134,7 +135,16 @@ class SimulatedRuntime:
         for record in self._pods.values():
             record.pause()
 
-    def _allocate_ip(self):
+    def _allocate_ip(self, preferred=None):
+        """A free pod IP: C{preferred} (the pod's stored one, after a restart) if it can be."""
+        try:
+            wanted = ipaddress.ip_address(preferred) if preferred else None
+        except ValueError:
+            wanted = None
+        if wanted is not None and wanted in self._network and str(wanted) not in self._ips \
+                and wanted.packed[-1] not in (0, 1, 255):
+            self._ips.add(str(wanted))
+            return str(wanted)
         hosts = self._network.num_addresses
         base = int(self._network.network_address)
         for _ in range(hosts):

@@ -316,3 +316,42 @@ class LifecycleTests(SynchronousTestCase):
         self.assertEqual(self.clock.getDelayedCalls()[0].getTime(), 1_700_000_005)
         self.runtime.kill_pod("default", "web")
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_restarted_agent_carries_on(self):
+        """A runtime started anew takes over what the stored status shows running: no restart."""
+        self.run_pod(start_after="0s", annotations={"orchlet.orch.io/ready-after": "5s"})
+        self.clock.advance(1)
+        stored = self.runtime.pod_status("default", "web")
+        spec = pod(start_after="0s", annotations={"orchlet.orch.io/ready-after": "5s"})
+        spec["status"] = dict(stored, podIP="10.88.0.9")
+        again = SimulatedRuntime(self.clock, host_ip="192.0.2.7")
+        observer = Observer()
+        again.observe(observer)
+        again.sync_pod(spec)
+        status = again.pod_status("default", "web")
+        self.assertEqual((status["phase"], status["startTime"], status["podIP"]),
+                         ("Running", T0, "10.88.0.9"))
+        app = status["containerStatuses"][0]
+        self.assertEqual((app["state"], app["containerID"], app["ready"]),
+                         (stored["containerStatuses"][0]["state"],
+                          stored["containerStatuses"][0]["containerID"], False))
+        self.assertEqual(observer.events, [])
+        self.clock.advance(4)                      # ready 5 s after the container started
+        self.assertTrue(again.pod_status("default", "web")["containerStatuses"][0]["ready"])
+
+    def test_image_change_restarts_the_container(self):
+        """A new image for a running container: Killing, then the new one, restartCount 1."""
+        self.run_pod(start_after="0s")
+        spec = pod(start_after="0s")
+        spec["metadata"]["resourceVersion"] = "2"
+        spec["spec"]["containers"][0]["image"] = "app:2.0"
+        count = len(self.events())
+        self.runtime.sync_pod(spec)
+        self.assertEqual(self.events(count)[0], (
+            "Normal", "Killing", "Container app definition changed, will be restarted",
+            "spec.containers{app}"))
+        self.clock.advance(1)
+        app = self.container()
+        self.assertEqual((app["image"], app["restartCount"], list(app["state"])),
+                         ("app:2.0", 1, ["running"]))
+        self.assertEqual(app["lastState"]["terminated"]["exitCode"], 0)
