@@ -209,3 +209,19 @@ class SimulatedRuntimeTests(TestCase):
         self.runtime.close()
         self.assertEqual(self.clock.getDelayedCalls(), [])
         self.assertEqual(self.runtime.pod_status("default", "web")["phase"], "Pending")
+
+    def test_stored_ip_kept_when_free(self):
+        """A pod synced with a stored podIP keeps it if free and in range; else it gets another."""
+        kept = pod("a", uid="1")
+        kept["status"] = {"podIP": "10.88.0.40"}
+        clash = pod("b", uid="2")
+        clash["status"] = {"podIP": "10.88.0.40"}
+        outside = pod("c", uid="3")
+        outside["status"] = {"podIP": "192.0.2.1"}
+        for body in (kept, clash, outside):
+            self.runtime.sync_pod(body)
+        ips = {name: self.runtime.pod_status("default", name)["podIP"] for name in "abc"}
+        self.assertEqual(ips["a"], "10.88.0.40")
+        self.assertNotIn(ips["b"], ("10.88.0.40",))
+        self.assertTrue(ips["c"].startswith("10.88."))
+        self.assertEqual(len(set(ips.values())), 3)
