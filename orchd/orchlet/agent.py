@@ -127,7 +127,7 @@ class NodeAgent(Service):
         super().stopService()
         if self._pending is not None:
             self._pending.cancel()
-        stopping = [self.lease.stop(), self.status.stop(), self.pods.stop()]
+        stopping = [self.lease.stop(), self.status.stop(), self.pods.stop(), self.events.stop()]
         if self.watch is not None:
             stopping.append(self.watch.stop())
         if self._work is not None:

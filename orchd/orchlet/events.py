@@ -10,6 +10,8 @@ whose static rules allow creating and patching events. Events are
 best-effort: a refusal is logged, never raised.
 """
 
+from twisted.internet.defer import Deferred, DeferredList
+
 from orchd.controllers.events import EventRecorder
 
 #: C{source.component} and C{reportingComponent} of the node agent's events
@@ -27,6 +29,17 @@ class APIEventRecorder(EventRecorder):
     def __init__(self, clock, api, node_name, **kwargs):
         super().__init__(None, clock, COMPONENT, node_name, **kwargs)
         self._api = api
+        self._stopped = False
+        self._inflight = set()
+
+    def stop(self):
+        """
+        Write nothing more (events recorded from now on are dropped); a
+        Deferred that fires once the writes under way have ended, so that
+        the node's connections can be closed after.
+        """
+        self._stopped = True
+        return DeferredList(list(self._inflight), consumeErrors=True)
 
     async def _send(self, event, repeat):
         meta = event["metadata"]
@@ -48,10 +61,17 @@ class APIEventRecorder(EventRecorder):
             self._refused(event, code, body)
 
     async def _call(self, method, path, body, content_type="application/json"):
+        if self._stopped:
+            return 0, "the node agent is stopping"
+        request = Deferred.fromCoroutine(
+            self._api.request(method, path, body, content_type=content_type))
+        self._inflight.add(request)
         try:
-            return await self._api.request(method, path, body, content_type=content_type)
+            return await request
         except Exception as e:
             return 0, str(e)
+        finally:
+            self._inflight.discard(request)
 
     def _refused(self, event, code, body):
         ref = event["involvedObject"]

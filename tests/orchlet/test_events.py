@@ -1,5 +1,6 @@
 """The node agent's events: written over its own client, correlated as client-go does."""
 
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -66,3 +67,19 @@ class APIEventRecorderTests(SynchronousTestCase):
         self.api.answer = broken
         self.successResultOf(self.recorder.record(POD, "Normal", "Pulled", "y"))
         self.flushLoggedErrors()
+
+    def test_stop_waits_for_writes_then_drops(self):
+        """stop() fires once the write under way ends; later events are not written."""
+        pending = Deferred()
+
+        async def slow(method, path, body=None, content_type="application/json"):
+            self.api.requests.append((method, path, body, content_type))
+            return await pending
+        self.api.request = slow
+        self.recorder.record(POD, "Normal", "Pulled", "x")
+        stopped = self.recorder.stop()
+        self.assertNoResult(stopped)
+        pending.callback((201, {}))
+        self.successResultOf(stopped)
+        self.successResultOf(self.recorder.record(POD, "Normal", "Started", "y"))
+        self.assertEqual(len(self.api.requests), 1)
