@@ -78,7 +78,7 @@ class PodHooks(Interface):
 class SimContainer:
     """One container of a simulated pod."""
 
-    def __init__(self, spec, init, index):
+    def __init__(self, spec, init):
         self.spec = spec
         self.name = spec.get("name", "")
         self.image = spec.get("image", "")
@@ -86,7 +86,6 @@ class SimContainer:
         self.sidecar = init and spec.get("restartPolicy") == "Always"
         self.field_path = (f"spec.initContainers{{{self.name}}}" if init
                            else f"spec.containers{{{self.name}}}")
-        self.index = index
         self.where = QUEUED
         self.due = None              # when the next step is due, or None
         self.waiting = ("PodInitializing", None)
@@ -156,9 +155,9 @@ class SimulatedPod:
         self.restart_policy = spec.get("restartPolicy") or "Always"
         self.containers = []
         for init, field in ((True, "initContainers"), (False, "containers")):
-            for index, container in enumerate(spec.get(field) or ()):
+            for container in spec.get(field) or ():
                 if isinstance(container, dict):
-                    self.containers.append(SimContainer(container, init, index))
+                    self.containers.append(SimContainer(container, init))
         if not any(c.init for c in self.containers):
             for container in self.containers:
                 container.waiting = ("ContainerCreating", None)

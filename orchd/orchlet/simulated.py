@@ -21,7 +21,6 @@ import os
 import tarfile
 
 from twisted.internet.defer import Deferred, succeed
-from twisted.logger import Logger
 from zope.interface import implementer
 
 from orchd.api.meta import rfc3339
@@ -78,7 +77,6 @@ class SimulatedRuntime:
     name = "simulated://1.0"
     default_checkpoint_timeout = 120
     supports_checkpoint = True
-    log = Logger()
 
     def __init__(self, clock, root=None, host_ip="127.0.0.1", network=POD_NETWORK):
         self._clock = clock
