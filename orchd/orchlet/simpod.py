@@ -21,8 +21,6 @@ The timings come from L{orchd.orchlet.behaviour}. The pod tells its owner
 through C{hooks} (L{PodHooks}): a status change, an event, a log line.
 """
 
-import hashlib
-
 from zope.interface import Interface
 
 from orchd.api.meta import rfc3339
@@ -31,29 +29,15 @@ from orchd.orchlet import podstatus
 from orchd.orchlet.behaviour import (
     IMAGE_BYTES, PULL_SECONDS, Behaviour, format_duration, pull_policy, pullable,
 )
+from orchd.orchlet.simcontainer import (
+    BACKOFF_START, CRASH_BACKOFF, EXITED, KILLED, PULL_BACKOFF, PULL_FAILED, PULLING, QUEUED,
+    RUNNING, STOPPING, SimContainer, digest, earliest, next_backoff,
+)
 
 NORMAL, WARNING = "Normal", "Warning"
-#: Upstream's container back-off: 10 s, doubling, at most 300 s.
-BACKOFF_START = 10.0
-BACKOFF_CAP = 300.0
+
 #: Seconds between an image pull failing (ErrImagePull) and the next sync showing ImagePullBackOff.
 RESYNC_SECONDS = 1.0
-#: The exit code of a container killed at the end of its grace period (SIGKILL).
-KILLED = 137
-
-# Where a container is in its life (not API states: several map to "waiting").
-QUEUED = "queued"           # waiting for its turn to start
-PULLING = "pulling"         # its image is being pulled
-PULL_FAILED = "pull-failed"  # ErrImagePull, until the next sync shows the back-off
-PULL_BACKOFF = "pull-backoff"  # ImagePullBackOff, until the next pull
-RUNNING = "running"
-CRASH_BACKOFF = "crash-backoff"  # CrashLoopBackOff, until the restart
-EXITED = "exited"           # terminated, not to be restarted
-STOPPING = "stopping"       # asked to stop, not yet stopped
-
-
-def digest(*parts):
-    return hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()
 
 
 class PodHooks(Interface):
@@ -73,63 +57,6 @@ class PodHooks(Interface):
 
     def add_image(image):
         """The node now has C{image}."""
-
-
-class SimContainer:
-    """One container of a simulated pod."""
-
-    def __init__(self, spec, init):
-        self.spec = spec
-        self.name = spec.get("name", "")
-        self.image = spec.get("image", "")
-        self.init = init
-        self.sidecar = init and spec.get("restartPolicy") == "Always"
-        self.field_path = (f"spec.initContainers{{{self.name}}}" if init
-                           else f"spec.containers{{{self.name}}}")
-        self.where = QUEUED
-        self.due = None              # when the next step is due, or None
-        self.waiting = ("PodInitializing", None)
-        self.started_at = None
-        self.terminated = None       # the API's terminated state, once exited
-        self.last_state = {}
-        self.ready = False
-        self.ready_at = None
-        self.exit_at = None
-        self.restarts = 0
-        self.backoff = None          # the next back-off delay once one was used
-        self.pull_backoff = None
-        self.pull_error = None
-        self.pull_started = None
-        self.pull_failed_at = None
-        self.fetch = False           # whether the current pull fetches the image
-        self.killed = False
-        self.container_id = ""
-        self.image_id = ""
-
-    @property
-    def running(self):
-        return self.where in (RUNNING, STOPPING)
-
-    def state(self):
-        if self.where in (RUNNING, STOPPING):
-            return {"running": {"startedAt": rfc3339(self.started_at)}}
-        if self.terminated is not None and self.where in (EXITED, PULLING):
-            # Between an exit and the restart, the last instance is what there is.
-            return {"terminated": dict(self.terminated)}
-        reason, message = self.waiting
-        waiting = {"reason": reason}
-        if message:
-            waiting["message"] = message
-        return {"waiting": waiting}
-
-    def status(self):
-        status = {"name": self.name, "state": self.state(), "lastState": dict(self.last_state),
-                  "ready": self.ready, "restartCount": self.restarts, "image": self.image,
-                  "imageID": self.image_id}
-        if self.container_id:
-            status["containerID"] = self.container_id
-        status["started"] = self.running
-        return status
 
 
 class SimulatedPod:
@@ -200,7 +127,7 @@ class SimulatedPod:
                                               + self.behaviour.ready_delay(container.spec))
                     if self.behaviour.exit_after is not None and not container.sidecar:
                         container.exit_at = container.started_at + self.behaviour.exit_after
-                    container.due = _earliest(container.ready_at, container.exit_at)
+                    container.due = earliest(container.ready_at, container.exit_at)
                 elif isinstance(done, dict) and (container.init or not self._restarts(
                         container, done.get("exitCode"))):
                     container.where = EXITED
@@ -323,7 +250,7 @@ class SimulatedPod:
             if container.exit_at is not None and container.exit_at <= now:
                 self._exit(container, now, self.behaviour.exit_code)
             else:
-                container.due = _earliest(container.ready_at, container.exit_at)
+                container.due = earliest(container.ready_at, container.exit_at)
         elif where == CRASH_BACKOFF:
             self._begin_pull(container, now)
         elif where == STOPPING:
@@ -383,7 +310,7 @@ class SimulatedPod:
             container.waiting = ("ErrImagePull", error)
             self._event(container, WARNING, "Failed", f'Failed to pull image "{image}": {error}')
             self._event(container, WARNING, "Failed", "Error: ErrImagePull")
-            delay = container.pull_backoff = _next_backoff(container.pull_backoff)
+            delay = container.pull_backoff = next_backoff(container.pull_backoff)
             container.due = now + min(RESYNC_SECONDS, delay)
             return
         took = format_duration(now - container.pull_started)
@@ -418,7 +345,7 @@ class SimulatedPod:
         container.ready_at = None if container.ready else now + delay
         exit_after = self.behaviour.exit_after
         container.exit_at = None if exit_after is None or container.sidecar else now + exit_after
-        container.due = _earliest(container.ready_at, container.exit_at)
+        container.due = earliest(container.ready_at, container.exit_at)
 
     # -- exiting -----------------------------------------------------------------------
 
@@ -443,7 +370,7 @@ class SimulatedPod:
             self._begin_pull(container, now)
             return
         delay = container.backoff
-        container.backoff = _next_backoff(delay)
+        container.backoff = next_backoff(delay)
         ns, name = self.key
         where = f"{name}_{ns}({self.uid})"
         container.where = CRASH_BACKOFF
@@ -594,12 +521,3 @@ class SimulatedPod:
     def _event(self, container, type, reason, message):
         self.hooks.event(self, type, reason, message,
                          container.field_path if container is not None else None)
-
-
-def _earliest(*times):
-    times = [t for t in times if t is not None]
-    return min(times) if times else None
-
-
-def _next_backoff(delay):
-    return BACKOFF_START if delay is None else min(delay * 2, BACKOFF_CAP)
