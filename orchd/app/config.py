@@ -25,8 +25,8 @@ from orchd.app.values import (  # noqa: F401 (the upper-case names and parse_* a
     AUTHORIZATION_MODES, DEFAULT_AUTHORIZATION_MODE, parse_bool, parse_duration,
     _authorization_modes, _bootstrap_token, _cidr, _controllers, _etcd_servers, _feature_gates,
     _https_url, _interval, _ip_address, _items, _node_name, _non_negative,
-    _orchlet_authorization_mode, _port, _runtime_config, _storage_backend, _string,
-    _webhook_version,
+    _orchlet_authorization_mode, _port, _resource_list, _runtime_config, _simulated_nodes,
+    _storage_backend, _string, _webhook_version,
 )
 
 _META = "orchd"
@@ -183,6 +183,13 @@ class Config:
                                          "node is marked unhealthy.")
     pod_eviction_timeout = _setting(_interval, "5m0s", "Grace period for deleting pods "
                                     "on failed nodes.")
+    simulated_nodes = _setting(_simulated_nodes, "0", "Run this many simulated nodes in this "
+                               "process besides the local one, named <node name>-sim-<i>, "
+                               "each with its own Node, Lease and identity (not with "
+                               "--orchlet-only).")
+    simulated_node_capacity = _setting(_resource_list, "cpu=32,memory=256Gi,pods=110",
+                                       "Capacity (and allocatable) of each simulated node: "
+                                       "comma list of <resource>=<quantity>.")
     orchlet_client_certificate = _setting(_string, None, "Client certificate the API server "
                                           "presents to node agents.")
     orchlet_client_key = _setting(_string, None, "Key of --orchlet-client-certificate.")
@@ -255,6 +262,9 @@ def _check_combinations(config):
     """Rules between settings; C{ConfigError} names the flags involved."""
     if config.no_orchlet and config.orchlet_only:
         raise ConfigError("--no-orchlet and --orchlet-only exclude each other")
+    if config.simulated_nodes and config.orchlet_only:
+        raise ConfigError("--simulated-nodes needs the API server in this process "
+                          "(not --orchlet-only): their identities are issued from its CA")
     if (config.bootstrap_token is None) != (config.server is None):
         raise ConfigError("--bootstrap-token and --server must be given together")
     if config.bootstrap_token is not None and not config.orchlet_only:

@@ -10,7 +10,7 @@ both.
 
 from orchd.app.config import DEFAULT_AUTHORIZATION_MODE, ConfigError
 from orchd.orchlet.auth import ALWAYS_ALLOW, MODES
-from orchd.orchlet.settings import OrchletSettings
+from orchd.orchlet.settings import OrchletSettings, SimulatedNodeSettings
 
 
 def settings_from_config(config):
@@ -67,3 +67,12 @@ def orchlet_settings(config):
         token_webhook=token_webhook,
         authorization_mode=mode,
     )
+
+
+def simulated_node_settings(config):
+    """The L{SimulatedNodeSettings} of C{config}, or None when it asks for none."""
+    if not config.simulated_nodes:
+        return None
+    return SimulatedNodeSettings(count=config.simulated_nodes, base_name=config.node_name,
+                                 root_dir=config.root_dir, address=config.bind_address,
+                                 capacity=config.simulated_node_capacity)

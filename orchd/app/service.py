@@ -26,7 +26,7 @@ from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.fdlimit import raise_open_file_limit
 from orchd.app.orchletclient import ensure_orchlet_client
-from orchd.app.orchletsettings import orchlet_settings
+from orchd.app.orchletsettings import orchlet_settings, simulated_node_settings
 from orchd.app.pki import PKI, PKIError
 from orchd.orchlet.bootstrap import credential_paths
 from orchd.auth.authn.bearer import BearerAuthenticator, TokenAuthenticators
@@ -54,6 +54,7 @@ from orchd.controllers.manager import (
     ControllerEnvironment, UnknownControllerError, build_controllers, selected_controllers,
 )
 from orchd.orchlet.service import OrchletService
+from orchd.orchlet.simnodes import SimulatedNodes
 from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
 from orchd.registry.componentstatus import component_status_provider
@@ -124,6 +125,9 @@ def make_service(config, reactor=None):
     if settings is not None:
         # Second child: it starts after, and stops before, the API server.
         OrchletService(settings, reactor, plane).setServiceParent(top)
+    simulated = simulated_node_settings(config)
+    if simulated is not None and plane is not None:
+        SimulatedNodes(simulated, reactor, plane).setServiceParent(top)
     return top
 
 

@@ -259,3 +259,36 @@ def _https_url(value):
     if parts.scheme != "https" or not parts.hostname:
         raise ValueError(f"{text!r} is not an https:// URL")
     return text.rstrip("/")
+
+
+#: Most simulated nodes one process runs (each has its own /24 of pod IPs in 10.89.0.0+).
+MAX_SIMULATED_NODES = 10000
+#: A resource name: a DNS-label-like name with an optional domain prefix (cpu, example.com/gpu).
+_RESOURCE_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+#: Upstream's quantity grammar, without a sign: capacities are not negative.
+_QUANTITY = re.compile(r"\+?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?")
+
+
+def _simulated_nodes(value):
+    return _int(value, 0, MAX_SIMULATED_NODES)
+
+
+def _resource_list(value):
+    """
+    C{name=quantity,...} (or a YAML mapping) as a tuple of C{(name, quantity)},
+    each quantity in upstream's grammar (C{4}, C{500m}, C{8Gi}, C{1e3}).
+    """
+    pairs = []
+    for item in _items(_key_values(value)):
+        name, sep, quantity = item.partition("=")
+        name, quantity = name.strip(), quantity.strip()
+        if not sep or not _RESOURCE_NAME.fullmatch(name):
+            raise ValueError(f"{item!r} is not <resource>=<quantity>")
+        if not _QUANTITY.fullmatch(quantity):
+            raise ValueError(f"{quantity!r} is not a quantity (e.g. 4, 500m, 8Gi) for {name}")
+        if any(name == seen for seen, _ in pairs):
+            raise ValueError(f"resource {name!r} is given more than once")
+        pairs.append((name, quantity))
+    if not pairs:
+        raise ValueError("at least one resource must be given")
+    return tuple(pairs)

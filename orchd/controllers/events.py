@@ -156,11 +156,13 @@ class EventRecorder:
         self._writing = False
         self._last_nanos = 0
 
-    def record(self, obj, type, reason, message):
+    def record(self, obj, type, reason, message, field_path=None):
         """
         Record an event about C{obj} (a JSON object with metadata).
 
         @param type: C{Normal} or C{Warning}.
+        @param field_path: the part of C{obj} it is about (C{involvedObject.fieldPath},
+            e.g. C{spec.containers{web}}), or None.
         @return: a Deferred that fires with None once the event has been
             handled, whatever the outcome; callers need not wait on it.
         """
@@ -174,15 +176,17 @@ class EventRecorder:
                           reason=reason, name=(obj.get("metadata") or {}).get("name"))
             done.callback(None)
             return done
-        self._backlog.append((self._make_event(obj, type, reason, message), done))
+        self._backlog.append((self._make_event(obj, type, reason, message, field_path), done))
         if not self._writing:
             self._writing = True
             Deferred.fromCoroutine(self._write_backlog()).addErrback(
                 lambda f: self.log.failure("Event recorder stopped", f))
         return done
 
-    def _make_event(self, obj, type, reason, message):
+    def _make_event(self, obj, type, reason, message, field_path=None):
         ref = object_reference(obj)
+        if field_path:
+            ref["fieldPath"] = field_path
         stamp = rfc3339(self._clock.seconds())
         source = {"component": self._component}
         if self._host:
@@ -296,6 +300,13 @@ class EventRecorder:
             return
         event, key = self._aggregate(event)
         repeat = self._observe(event, key)
+        await self._send(event, repeat)
+
+    async def _send(self, event, repeat):
+        """
+        Write C{event}: a new Event, or (C{repeat}) the count and time of
+        the one of the same name. Failures are logged here.
+        """
         events = self._catalog.resource("", "events")
         if events is None:
             self.log.debug("Events are not served; event {reason} dropped", reason=event["reason"])

@@ -5,7 +5,8 @@ The namespace controller: a terminating namespace is emptied, then removed.
 For each namespace being deleted it deletes every object of every
 namespaced resource in it; once nothing is left it drops the namespace's
 C{orch} finalizer through the C{finalize} subresource, and the generic
-store then removes the namespace. Objects held by finalizers keep the
+store then removes the namespace. Objects held by finalizers, and pods
+being deleted gracefully (their node agent stops them first), keep the
 namespace waiting, checked again after a short delay.
 """
 
@@ -52,7 +53,7 @@ class NamespaceController(QueuedController):
             remaining += sum(1 for item in listed["items"]
                              if item["metadata"].get("deletionTimestamp"))
         if remaining:
-            self.log.info("Namespace {name} waits on {count} objects with finalizers",
+            self.log.info("Namespace {name} waits on {count} objects being deleted",
                           name=name, count=remaining)
             self._queue.add_after(name, self._recheck)
             return

@@ -3,21 +3,25 @@
 The node agent's conversation with the API server, as one service.
 
 It registers the Node (creating it, or on 409 bringing the existing one's
-labels and status up to date, as after a restart), then runs three loops
-on the reactor's clock: the Lease heartbeat, the node status reports and
-the pod sync. Registration is retried with the same backoff as the Lease,
-so an agent started before its API server is reachable simply waits.
-Every request is made with the node's own credentials, so the Node
-authorizer and NodeRestriction decide what it may write.
+labels and status up to date, as after a restart), then runs two loops on
+the reactor's clock, the Lease heartbeat and the node status reports, and
+follows the pods bound to it (L{PodWatch}, unless the pods of several
+nodes share one watch) to run them (L{PodWorker}). Registration is retried
+with the same backoff as the Lease, so an agent started before its API
+server is reachable simply waits. Every request is made with the node's
+own credentials, so the Node authorizer and NodeRestriction decide what it
+may write; events too (L{APIEventRecorder}).
 """
 
 from twisted.application.service import Service
 from twisted.internet.defer import CancelledError, Deferred, DeferredList
 from twisted.logger import Logger
 
+from orchd.orchlet.events import APIEventRecorder
 from orchd.orchlet.heartbeat import Backoff, LeaseRenewer
-from orchd.orchlet.nodestatus import NodeStatus, node_labels
-from orchd.orchlet.podsync import PodSync
+from orchd.orchlet.nodestatus import NodeStatus
+from orchd.orchlet.podwatch import PodWatch
+from orchd.orchlet.podworker import PodWorker
 
 
 class NodeAgent(Service):
@@ -25,12 +29,23 @@ class NodeAgent(Service):
     Registration, heartbeat, status and pods of node C{node_name}.
 
     @param port: C{port() -> int}, the HTTPS endpoint's real port.
+    @param capacity: the node's capacity (quantities by resource), or None
+        for the machine's (L{orchd.orchlet.nodestatus}).
+    @param labels: labels the Node gets besides the usual ones.
+    @param watch_pods: False when the caller feeds C{pods} from a watch it shares.
+    @param stagger: seconds before the first Lease renewal after registration,
+        to spread the heartbeats of many nodes.
+    @param registration_gate: a C{DeferredSemaphore} bounding the
+        registrations of many nodes under way at once, or None.
     @ivar registered: a Deferred firing with the registered Node.
+    @ivar pods: the L{PodWorker} of this node's pods.
     """
 
     log = Logger()
 
-    def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None):
+    def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None,
+                 capacity=None, labels=None, watch_pods=True, stagger=0,
+                 registration_gate=None):
         self.clock = clock
         self.api = api
         self.runtime = runtime
@@ -38,9 +53,16 @@ class NodeAgent(Service):
         self.node = None
         self.registered = Deferred()
         self.status = NodeStatus(clock, api, node_name, address, runtime.name, root_dir, port,
-                                 probe=probe)
+                                 probe=probe, capacity=capacity, labels=labels)
         self.lease = LeaseRenewer(clock, api, node_name)
-        self.pods = PodSync(clock, api, runtime, node_name)
+        self.events = APIEventRecorder(clock, api, node_name)
+        self.pods = PodWorker(clock, api, runtime, node_name, self.events)
+        self.watch = None
+        if watch_pods:
+            self.watch = PodWatch(clock, api, f"spec.nodeName={node_name}",
+                                  {node_name: self.pods})
+        self._stagger = stagger
+        self._gate = registration_gate
         self._backoff = Backoff()
         self._pending = None
         self._work = None
@@ -53,7 +75,11 @@ class NodeAgent(Service):
     async def _register(self):
         while self.running:
             try:
-                node = await self.register()
+                if self._gate is None:
+                    node = await self.register()
+                else:
+                    node = await self._gate.run(
+                        lambda: Deferred.fromCoroutine(self.register()))
             except Exception as e:
                 self.log.warn("Registering node {node} failed: {error}", node=self.node_name,
                               error=e)
@@ -74,9 +100,10 @@ class NodeAgent(Service):
         self.node = node
         self.log.info("Registered node {node}", node=self.node_name)
         self.lease.owner = node
-        self.lease.start()
+        self.lease.start(self._stagger)
         self.status.start(self.status.repeater.interval)
-        self.pods.start()
+        if self.watch is not None:
+            self.watch.start()
         self.registered.callback(node)
 
     async def register(self):
@@ -85,7 +112,7 @@ class NodeAgent(Service):
         if code == 409:
             code, body = await self.api.request(
                 "PATCH", f"/api/v1/nodes/{self.node_name}",
-                {"metadata": {"labels": node_labels(self.node_name)}},
+                {"metadata": {"labels": self.status.labels()}},
                 content_type="application/merge-patch+json")
         if code not in (200, 201):
             self.log.warn("Cannot register node {node}: {code} {body}", node=self.node_name,
@@ -100,7 +127,9 @@ class NodeAgent(Service):
         super().stopService()
         if self._pending is not None:
             self._pending.cancel()
-        stopping = [self.lease.stop(), self.status.stop(), self.pods.stop()]
+        stopping = [self.lease.stop(), self.status.stop(), self.pods.stop(), self.events.stop()]
+        if self.watch is not None:
+            stopping.append(self.watch.stop())
         if self._work is not None:
             stopping.append(self._work)
         return DeferredList(stopping, consumeErrors=True)

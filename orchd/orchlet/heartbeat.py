@@ -12,7 +12,7 @@ with the reactor's clock, so tests drive it with C{task.Clock}.
 
 import datetime
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredLock
 from twisted.logger import Logger
 
 from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
@@ -135,9 +135,11 @@ class LeaseRenewer:
         self.lease = None
         self.renewals = 0
         self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease")
+        # One renewal at a time: two at once would race to create the Lease.
+        self._lock = DeferredLock()
 
-    def start(self):
-        self.repeater.start()
+    def start(self, delay=0):
+        self.repeater.start(delay)
 
     def stop(self):
         return self.repeater.stop()
@@ -156,7 +158,14 @@ class LeaseRenewer:
                 "spec": self._spec()}
 
     async def renew(self):
-        """One attempt; True on success."""
+        """One attempt (after any under way); True on success."""
+        await self._lock.acquire()
+        try:
+            return await self._renew()
+        finally:
+            self._lock.release()
+
+    async def _renew(self):
         path = f"{LEASES}/{self.node_name}"
         if self.lease is None:
             code, body = await self.api.request("GET", path)

@@ -164,12 +164,16 @@ class NodeStatus:
 
     @param probe: C{probe() -> {type: healthy?}}; L{probe_machine} by default.
     @param port: C{port() -> int}, the endpoint's real port (read at each report).
+    @param capacity: C{{resource: quantity}} reported as capacity and
+        allocatable, or None for this machine's (L{capacity}).
+    @param labels: labels added to L{node_labels}.
     """
 
     log = Logger()
 
     def __init__(self, clock, api, node_name, address, runtime_name, root_dir, port,
-                 probe=None, check_interval=CHECK_INTERVAL, report_interval=REPORT_INTERVAL):
+                 probe=None, check_interval=CHECK_INTERVAL, report_interval=REPORT_INTERVAL,
+                 capacity=None, labels=None):
         self.clock = clock
         self.api = api
         self.node_name = node_name
@@ -178,6 +182,8 @@ class NodeStatus:
         self.root_dir = root_dir
         self.port = port
         self.probe = probe or (lambda: probe_machine(root_dir))
+        self.capacity = capacity
+        self.extra_labels = dict(labels or {})
         self.report_interval = report_interval
         self.reported = None            # (health, time) of the last accepted report
         self.conditions = []
@@ -187,7 +193,7 @@ class NodeStatus:
     def status(self, health):
         now = rfc3339(self.clock.seconds())
         self.conditions = conditions(health, now, self.conditions)
-        allocatable = capacity(self.root_dir)
+        allocatable = dict(self.capacity) if self.capacity is not None else capacity(self.root_dir)
         return {"capacity": dict(allocatable), "allocatable": allocatable,
                 "conditions": self.conditions,
                 "addresses": [{"type": "InternalIP", "address": self.address},
@@ -195,10 +201,14 @@ class NodeStatus:
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": int(self.port())}},
                 "nodeInfo": node_info(self.runtime_name)}
 
+    def labels(self):
+        """The Node's labels: L{node_labels} and the extra ones."""
+        return dict(node_labels(self.node_name), **self.extra_labels)
+
     def node(self):
         """The Node to create at registration."""
         return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": self.node_name, "labels": node_labels(self.node_name)},
+                "metadata": {"name": self.node_name, "labels": self.labels()},
                 "spec": {}, "status": self.status(self.probe())}
 
     def start(self, delay=0):

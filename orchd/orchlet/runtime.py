@@ -28,6 +28,21 @@ class UnknownContainer(LookupError):
         self.name = name
 
 
+class IRuntimeObserver(Interface):
+    """Who hears what a runtime does by itself (the node agent)."""
+
+    def pod_changed(namespace, name):
+        """The status of pod C{namespace/name} changed; read it with C{pod_status}."""
+
+    def pod_event(pod, type, reason, message, field_path):
+        """
+        Record an event about C{pod} (the Pod object).
+
+        @param type: C{Normal} or C{Warning}.
+        @param field_path: the container it is about (C{spec.containers{name}}), or None.
+        """
+
+
 class IRuntime(Interface):
     """Runs the containers of the pods bound to one node."""
 
@@ -35,6 +50,9 @@ class IRuntime(Interface):
                      "(status.nodeInfo.containerRuntimeVersion).")
     default_checkpoint_timeout = Attribute("Seconds a checkpoint may take when the caller "
                                            "gives no timeout (or 0).")
+
+    def observe(observer):
+        """Tell C{observer} (an L{IRuntimeObserver}) of status changes and events from now on."""
 
     def sync_pod(pod):
         """
@@ -44,15 +62,31 @@ class IRuntime(Interface):
         @param pod: the Pod as the API serves it (dict), bound to this node.
         """
 
+    def stop_pod(namespace, name, grace):
+        """
+        Stop the pod's containers, giving them C{grace} seconds; the pod is
+        kept, with a terminal status, until L{kill_pod}. Called again, it
+        may shorten the time left.
+
+        @return: a Deferred firing once every container has stopped (at
+            once for a pod it does not run).
+        """
+
     def kill_pod(namespace, name):
-        """Stop the pod's containers and forget it; unknown pods are ignored."""
+        """Stop the pod's containers at once and forget it; unknown pods are ignored."""
+
+    def close():
+        """The node agent stops: cancel whatever the runtime has scheduled (its pods stay)."""
+
+    def pod_status(namespace, name):
+        """The status to report for one pod (as in L{pods}), or None if it does not run it."""
 
     def pods():
         """
         The pods it runs: C{[(pod dict, status dict)]}, where status is the
-        Pod C{status} to report (phase, conditions, startTime, podIP,
-        containerStatuses with name, ready, restartCount, image, imageID,
-        containerID, started, state).
+        Pod C{status} to report (phase, conditions, hostIP, podIP, startTime,
+        containerStatuses with name, state, lastState, ready, restartCount,
+        image, imageID, containerID, started).
         """
 
     def container_logs(namespace, pod, container):

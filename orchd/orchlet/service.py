@@ -46,7 +46,7 @@ JOIN_RETRY = 5.0
 SERVING_RETRY = 30.0
 
 
-def _load_pair(cert_path, key_path, common_name, issuer=None):
+def load_pair(cert_path, key_path, common_name, issuer=None):
     """The stored C{(cert PEM, key PEM)} if usable for C{common_name}, else None."""
     try:
         with open(cert_path, "rb") as stream:
@@ -67,7 +67,7 @@ def _load_pair(cert_path, key_path, common_name, issuer=None):
     return cert_pem, key_pem
 
 
-def _store_pair(cert_path, key_path, pair):
+def store_pair(cert_path, key_path, pair):
     os.makedirs(os.path.dirname(cert_path), mode=0o700, exist_ok=True)
     write_file_atomically(key_path, pair[1], 0o600)
     write_file_atomically(cert_path, pair[0], 0o600)
@@ -149,7 +149,8 @@ class OrchletService(MultiService):
             if serving_pair is None:
                 return
             serving_cert, serving_key = serving_pair
-        self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir)
+        self.runtime = SimulatedRuntime(self.reactor, root=self.root_dir,
+                                        host_ip=self.settings.bind_address)
         self.endpoint = self._endpoint(serving_cert, serving_key, client_cas)
         self.agent = NodeAgent(self.reactor, self.api, self.runtime, self.node_name,
                                self.settings.bind_address, self.root_dir, self.port)
@@ -173,9 +174,9 @@ class OrchletService(MultiService):
         cert_path, key_path, _ = credential_paths(self.root_dir)
         user = NODE_USER_PREFIX + self.node_name
         issuer = pki.client_signer[0] if pki.client_signer is not None else None
-        pair = _load_pair(cert_path, key_path, user, issuer)
+        pair = load_pair(cert_path, key_path, user, issuer)
         if pair is None:
-            pair = _store_pair(cert_path, key_path,
+            pair = store_pair(cert_path, key_path,
                                pki.issue_client_certificate(user, [NODES_GROUP]))
             self.log.info("Issued the node client certificate for {user}", user=user)
         return pair
@@ -183,33 +184,33 @@ class OrchletService(MultiService):
     def _serving_pair(self):
         """The in-process serving certificate, issued by the cluster's PKI and stored."""
         cert_path, key_path = serving_paths(self.root_dir)
-        pair = _load_pair(cert_path, key_path, self.node_name)
+        pair = load_pair(cert_path, key_path, self.node_name)
         if pair is not None:
             return pair
         names = [self.node_name, self.settings.bind_address, "localhost", "127.0.0.1"]
         if self.plane.pki.ca_key is not None:
-            return _store_pair(cert_path, key_path,
+            return store_pair(cert_path, key_path,
                                self.plane.pki.issue_serving_certificate(names))
         self.log.warn("The cluster CA key is missing: the node agent serves with a CA of its "
                       "own, which the API server cannot verify")
         ca_certificate, ca_key = create_ca(f"orchlet-ca@{self.node_name}")
         certificate, key = issue_certificate(ca_certificate, ca_key, self.node_name,
                                              names=names, server=True)
-        return _store_pair(cert_path, key_path, (certificate_pem(certificate),
+        return store_pair(cert_path, key_path, (certificate_pem(certificate),
                                                  private_key_pem(key)))
 
     async def _requested_serving_pair(self, ca_pems):
         """The serving certificate of C{--orchlet-only}: stored, or asked for until issued."""
         cert_path, key_path = serving_paths(self.root_dir)
         names = serving_names(self.node_name, self.settings.bind_address)
-        pair = _load_pair(cert_path, key_path, NODE_USER_PREFIX + self.node_name)
+        pair = load_pair(cert_path, key_path, NODE_USER_PREFIX + self.node_name)
         if pair is not None and usable(pair[0], names, ca_pems):
             return pair
         while self.running:
             try:
                 pair = await request_serving_certificate(self.reactor, self.api, self.node_name,
                                                          names, self.log)
-                return _store_pair(cert_path, key_path, pair)
+                return store_pair(cert_path, key_path, pair)
             except CancelledError:
                 raise
             except Exception as e:
@@ -256,5 +257,7 @@ class OrchletService(MultiService):
         await MultiService.stopService(self)
         if self._work is not None and not self._work.called:
             self._work.cancel()
+        if self.runtime is not None:
+            self.runtime.close()
         if self.api is not None:
             await self.api.close()

@@ -44,3 +44,23 @@ class OrchletSettings:
     anonymous = attr.ib()
     token_webhook = attr.ib()
     authorization_mode = attr.ib()
+
+
+@attr.s(frozen=True, slots=True, kw_only=True)
+class SimulatedNodeSettings:
+    """
+    The simulated nodes of one process (L{orchd.orchlet.simnodes}).
+
+    @ivar count: how many.
+    @ivar base_name: the local node's name; node C{i} is C{<base_name>-sim-<i>}.
+    @ivar root_dir: the local node agent's root directory; each simulated
+        node keeps its credentials under C{<root_dir>/simulated/<name>}.
+    @ivar address: the address each reports as its InternalIP.
+    @ivar capacity: C{((resource, quantity), ...)}, capacity and allocatable.
+    """
+
+    count = attr.ib()
+    base_name = attr.ib()
+    root_dir = attr.ib()
+    address = attr.ib()
+    capacity = attr.ib()

@@ -3,26 +3,31 @@
 A container runtime that runs nothing: the default runtime of the orchlet.
 
 orchd has no container engine, yet the node agent's whole surface (pod
-status, logs, statistics, checkpoints) must behave as if pods ran. This
-runtime keeps a record per pod, reports it Running as soon as it is synced,
-writes a few log lines, derives statistics from the clock alone (so tests
-with a C{Clock} get exact numbers) and checkpoints into real tar archives
-holding the container's spec and state.
+status, events, logs, statistics, checkpoints) must behave as if pods ran.
+This runtime keeps a L{SimulatedPod} per pod, which walks it through
+upstream's visible states on the reactor's clock (pulling, created,
+started, ready, exited, stopped: see L{orchd.orchlet.simpod}, with the
+timings of L{orchd.orchlet.behaviour}), writes a few log lines, derives
+statistics from the clock alone (so tests with a C{Clock} get exact
+numbers) and checkpoints into real tar archives holding the container's
+spec and state. What changes by itself is told to the observer (the node
+agent), which reports it.
 """
 
-import hashlib
 import io
 import ipaddress
 import json
 import os
 import tarfile
 
+from twisted.internet.defer import Deferred, succeed
 from zope.interface import implementer
 
 from orchd.api.meta import rfc3339
 from orchd.orchlet.runtime import CheckpointUnsupported, IRuntime, UnknownContainer
+from orchd.orchlet.simpod import PodHooks, SimulatedPod
 
-#: Pod IPs come from this private range, one per running pod.
+#: Pod IPs come from this private range by default, one per pod.
 POD_NETWORK = ipaddress.ip_network("10.88.0.0/16")
 #: Synthetic usage: each container burns this much CPU and holds this much memory.
 CONTAINER_NANO_CORES = 1_000_000          # one millicore
@@ -30,25 +35,29 @@ CONTAINER_WORKING_SET = 8 * 1024 * 1024
 NODE_MEMORY = 8 * 1024 * 1024 * 1024
 NODE_BASE_NANO_CORES = 50_000_000
 NODE_BASE_WORKING_SET = 512 * 1024 * 1024
-_READY_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
 
 
-def _digest(*parts):
-    return hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()
+@implementer(PodHooks)
+class _Hooks:
+    """What the pods of one runtime tell it."""
 
+    def __init__(self, runtime):
+        self._runtime = runtime
 
-class _Pod:
-    """One pod the runtime runs: its object, start time, IP and containers."""
+    def changed(self, pod):
+        self._runtime._changed(pod)
 
-    def __init__(self, pod, started, ip):
-        self.pod = pod
-        self.started = started
-        self.ip = ip
-        self.containers = {}       # name -> (container spec, start time)
+    def event(self, pod, type, reason, message, field_path):
+        self._runtime._event(pod, type, reason, message, field_path)
 
-    @property
-    def uid(self):
-        return self.pod.get("metadata", {}).get("uid", "")
+    def log(self, pod, container, text):
+        self._runtime._log(pod.key, container, pod.uid, text)
+
+    def has_image(self, image):
+        return image in self._runtime.images
+
+    def add_image(self, image):
+        self._runtime.images.add(image)
 
 
 @implementer(IRuntime)
@@ -59,57 +68,100 @@ class SimulatedRuntime:
     @param clock: an C{IReactorTime}; every time it reports comes from here.
     @param root: the orchlet root directory; when given, container logs are
         also written under C{<root>/logs/pods/<ns>_<pod>_<uid>/<container>/0.log}.
+    @param host_ip: the node's address, reported as each pod's C{hostIP}.
+    @param network: the C{ipaddress} network pod IPs come from.
     @ivar supports_checkpoint: set False to act as a runtime without checkpoints.
+    @ivar images: the images this node has pulled.
     """
 
     name = "simulated://1.0"
     default_checkpoint_timeout = 120
     supports_checkpoint = True
 
-    def __init__(self, clock, root=None):
+    def __init__(self, clock, root=None, host_ip="127.0.0.1", network=POD_NETWORK):
         self._clock = clock
         self._root = root
+        self._host_ip = host_ip
+        self._network = network
         self._started = clock.seconds()
-        self._pods = {}            # (namespace, name) -> _Pod
+        self._pods = {}            # (namespace, name) -> SimulatedPod
         self._logs = {}            # (namespace, name, container) -> bytearray
+        self._ips = set()
+        self._next_ip = 0
+        self._hooks = _Hooks(self)
+        self._observer = None
+        self.images = set()
+
+    def observe(self, observer):
+        self._observer = observer
 
     # Lifecycle
 
     def sync_pod(self, pod):
         metadata = pod.get("metadata", {})
         key = (metadata.get("namespace", "default"), metadata.get("name", ""))
-        now = self._clock.seconds()
         record = self._pods.get(key)
         if record is not None and record.uid != metadata.get("uid", ""):
             self.kill_pod(*key)
             record = None
         if record is None:
-            record = self._pods[key] = _Pod(pod, now, self._allocate_ip())
-        record.pod = pod
-        for container in pod.get("spec", {}).get("containers", []):
-            name = container.get("name", "")
-            if name not in record.containers:
-                record.containers[name] = (container, now)
-                self._log(key, name, record.uid,
-                          f"container {name} started from image {container.get('image', '')}")
-            else:
-                record.containers[name] = (container, record.containers[name][1])
+            stored = (pod.get("status") or {}).get("podIP")
+            record = self._pods[key] = SimulatedPod(pod, self._clock, self._hooks,
+                                                    self._host_ip, self._allocate_ip(stored))
+            record.start()
+        else:
+            record.update(pod)
+
+    def stop_pod(self, namespace, name, grace):
+        record = self._pods.get((namespace, name))
+        if record is None:
+            return succeed(None)
+        stopped = Deferred()
+        record.stop(max(grace, 0), lambda: stopped.called or stopped.callback(None))
+        return stopped
 
     def kill_pod(self, namespace, name):
         record = self._pods.pop((namespace, name), None)
         if record is None:
             return
+        record.kill()
+        self._ips.discard(record.ip)
         for container in record.containers:
-            self._logs.pop((namespace, name, container), None)
+            self._logs.pop((namespace, name, container.name), None)
 
-    def _allocate_ip(self):
-        used = {record.ip for record in self._pods.values()}
-        for address in POD_NETWORK.hosts():
-            if address.packed[-1] in (0, 1, 255):
+    def close(self):
+        for record in self._pods.values():
+            record.pause()
+
+    def _allocate_ip(self, preferred=None):
+        """A free pod IP: C{preferred} (the pod's stored one, after a restart) if it can be."""
+        try:
+            wanted = ipaddress.ip_address(preferred) if preferred else None
+        except ValueError:
+            wanted = None
+        if wanted is not None and wanted in self._network and str(wanted) not in self._ips \
+                and wanted.packed[-1] not in (0, 1, 255):
+            self._ips.add(str(wanted))
+            return str(wanted)
+        hosts = self._network.num_addresses
+        base = int(self._network.network_address)
+        for _ in range(hosts):
+            offset = self._next_ip % hosts
+            self._next_ip += 1
+            address = ipaddress.ip_address(base + offset)
+            if address.packed[-1] in (0, 1, 255) or str(address) in self._ips:
                 continue
-            if str(address) not in used:
-                return str(address)
+            self._ips.add(str(address))
+            return str(address)
         raise RuntimeError("pod network exhausted")
+
+    def _changed(self, record):
+        if self._observer is not None and self._pods.get(record.key) is record:
+            self._observer.pod_changed(*record.key)
+
+    def _event(self, record, type, reason, message, field_path):
+        if self._observer is not None:
+            self._observer.pod_event(record.pod, type, reason, message, field_path)
 
     # Logs
 
@@ -140,44 +192,19 @@ class SimulatedRuntime:
         record = self._pods.get((namespace, pod))
         if record is None:
             raise UnknownContainer("pod", f"{namespace}/{pod}")
-        if container not in record.containers:
+        found = record.container(container)
+        if found is None:
             raise UnknownContainer("container", container)
-        return record, record.containers[container]
+        return record, found
 
     # Status
 
+    def pod_status(self, namespace, name):
+        record = self._pods.get((namespace, name))
+        return None if record is None else record.status()
+
     def pods(self):
-        return [(record.pod, self._status(record)) for record in self._pods.values()]
-
-    def _status(self, record):
-        started = rfc3339(record.started)
-        return {
-            "phase": "Running",
-            "conditions": [{"type": kind, "status": "True", "lastProbeTime": None,
-                            "lastTransitionTime": started} for kind in _READY_CONDITIONS],
-            "podIP": record.ip,
-            "podIPs": [{"ip": record.ip}],
-            "startTime": started,
-            "containerStatuses": [self._container_status(record, name)
-                                  for name in record.containers],
-        }
-
-    def _container_status(self, record, name):
-        spec, started = record.containers[name]
-        image = spec.get("image", "")
-        metadata = record.pod.get("metadata", {})
-        return {
-            "name": name,
-            "state": {"running": {"startedAt": rfc3339(started)}},
-            "lastState": {},
-            "ready": True,
-            "started": True,
-            "restartCount": 0,
-            "image": image,
-            "imageID": f"{image}@sha256:{_digest(image)}",
-            "containerID": "simulated://" + _digest(metadata.get("namespace", ""),
-                                                     metadata.get("name", ""), record.uid, name),
-        }
+        return [(record.pod, record.status()) for record in self._pods.values()]
 
     # Statistics
 
@@ -186,10 +213,14 @@ class SimulatedRuntime:
         stamp = rfc3339(now)
         pods, total_cores, total_memory = [], NODE_BASE_NANO_CORES, NODE_BASE_WORKING_SET
         for (namespace, name), record in self._pods.items():
-            containers = []
-            for container, (_, started) in record.containers.items():
+            containers, busy = [], 0.0
+            for container in record.containers:
+                if not container.running:
+                    continue
+                started = container.started_at
+                busy += now - started
                 containers.append({
-                    "name": container, "startTime": rfc3339(started),
+                    "name": container.name, "startTime": rfc3339(started),
                     "cpu": _cpu(stamp, CONTAINER_NANO_CORES, now - started),
                     "memory": _memory(stamp, CONTAINER_WORKING_SET),
                 })
@@ -198,9 +229,10 @@ class SimulatedRuntime:
             total_memory += CONTAINER_WORKING_SET * count
             pods.append({
                 "podRef": {"name": name, "namespace": namespace, "uid": record.uid},
-                "startTime": rfc3339(record.started),
+                "startTime": rfc3339(record.arrived),
                 "containers": containers,
-                "cpu": _cpu(stamp, CONTAINER_NANO_CORES * count, (now - record.started) * count),
+                "cpu": dict(_cpu(stamp, CONTAINER_NANO_CORES * count, 0),
+                            usageCoreNanoSeconds=int(CONTAINER_NANO_CORES * busy)),
                 "memory": _memory(stamp, CONTAINER_WORKING_SET * count),
                 "network": {"time": stamp, "name": "eth0", "rxBytes": 0, "rxErrors": 0,
                             "txBytes": 0, "txErrors": 0},
@@ -221,12 +253,12 @@ class SimulatedRuntime:
     # Checkpoints
 
     def checkpoint(self, namespace, pod, container, path, timeout):
-        record, (spec, started) = self._container(namespace, pod, container)
+        record, found = self._container(namespace, pod, container)
         if not self.supports_checkpoint:
             raise CheckpointUnsupported(f"runtime {self.name} does not support checkpoints")
         members = {
-            "spec.json": spec,
-            "state.json": self._container_status(record, container),
+            "spec.json": found.spec,
+            "state.json": found.status(),
             "pod.json": {"metadata": record.pod.get("metadata", {}), "podIP": record.ip},
         }
         stamp = self._clock.seconds()

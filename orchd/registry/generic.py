@@ -18,6 +18,7 @@ from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.fieldmanager import reset_fields
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
+from orchd.registry.gracefuldelete import GRACEFUL, PENDING, before_delete
 from orchd.registry.guaranteed import Write, guaranteed_update
 from orchd.registry.reading import ResourceReads
 from orchd.storage.interfaces import KeyExistsError, KeyValue
@@ -326,7 +327,9 @@ class ResourceStore(ResourceReads):
             return Write.keep(old)
         if ctx.dry_run:
             return Write.keep(obj)
+        # Gone once nothing holds it, unless a graceful deletion's time is still running.
         if meta.get("deletionTimestamp") and not meta.get("finalizers") \
+                and not meta.get("deletionGracePeriodSeconds") \
                 and not strategy.pending_finalizers(obj):
             return Write.delete(obj, after=lambda: strategy.after_delete(ctx, old))
         return Write.put(obj, self._encode, begin=lambda: strategy.begin_update(ctx, obj, old))
@@ -380,7 +383,8 @@ class ResourceStore(ResourceReads):
 
     async def delete(self, ctx, name, options=None, suggestion=None):
         """
-        Delete an object, or mark it deleted while finalizers hold it.
+        Delete an object, or mark it deleted while finalizers hold it or
+        while it is given time to go (L{orchd.registry.gracefuldelete}).
 
         @param suggestion: the object's L{KeyValue} as last seen (e.g. in a
             listing), to start from instead of a read.
@@ -395,12 +399,23 @@ class ResourceStore(ResourceReads):
                                              ctx.user, dry_run=ctx.dry_run)
             await self.admission.validate(attributes)
             meta = obj["metadata"]
+            requested = options.grace_period_seconds if options else None
+            outcome, grace = before_delete(self.strategy, ctx, obj, requested,
+                                           self.clock.seconds())
+            if outcome == PENDING:
+                # Finalizers cannot change through a delete once it is under way.
+                return Write.keep(self.decode(kv), detail=False)
             self.strategy.prepare_for_delete(ctx, obj)
             finalizers = _propagation_finalizers(
                 meta.get("finalizers") or [], options.propagation_policy if options else None)
             if finalizers != (meta.get("finalizers") or []):
                 meta["finalizers"] = finalizers
-            if meta.get("finalizers") or self.strategy.pending_finalizers(obj):
+            held = bool(meta.get("finalizers")) or self.strategy.pending_finalizers(obj)
+            if outcome == GRACEFUL and (grace > 0 or held):
+                if ctx.dry_run:
+                    return Write.keep(obj, detail=False)
+                return Write.put(obj, self._encode, detail=False)
+            if held:
                 if meta.get("deletionTimestamp") and obj == self.decode(kv):
                     return Write.keep(obj, detail=False)
                 if not meta.get("deletionTimestamp"):

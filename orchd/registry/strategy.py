@@ -65,6 +65,15 @@ class IStrategy(Interface):
     def pending_finalizers(obj):
         """@return: True while something other than metadata.finalizers holds the object."""
 
+    def graceful_delete_period(ctx, obj, requested):
+        """
+        The grace period a DELETE gives C{obj} (upstream's C{CheckGracefulDelete}).
+
+        @param requested: the request's C{gracePeriodSeconds}, or None.
+        @return: seconds (0: at once, yet through the same two steps), or
+            None when this kind's objects are removed at once.
+        """
+
     def field_values(obj):
         """@return: the field-selector values of C{obj}, by field name."""
 
@@ -130,6 +139,9 @@ class DefaultStrategy:
 
     def pending_finalizers(self, obj):
         return False
+
+    def graceful_delete_period(self, ctx, obj, requested):
+        return None
 
     def field_values(self, obj):
         values = {}

@@ -148,6 +148,8 @@ class DeploymentTests(SynchronousTestCase):
         self.assertEqual(self.sizes(), [0])
         self.assertEqual(self.h.pods(), [])
         self.h.patch(f"{PODS}/{lingering}", {"metadata": {"finalizers": None}})
+        self.assertEqual(self.sizes(), [0])     # still terminating on its node
+        self.h.finish_deletions()
         self.assertEqual(self.sizes(), [0, 2])
         self.roll_out()
         self.assertEqual(self.condition("Progressing")["reason"], "NewReplicaSetAvailable")

@@ -57,7 +57,7 @@ class EndpointSliceTests(ServicePodsCase):
         self.add_pod("b", "10.88.0.2")
         [endpoint_slice] = self.slices()
         self.assertEqual(len(endpoint_slice["endpoints"]), 2)
-        self.call("DELETE", f"{PODS}/a", None, 200)
+        self.call("DELETE", f"{PODS}/a?gracePeriodSeconds=0", None, 200)
         self.assertEqual(self.endpoints(), [("10.88.0.2", "b", True)])
         self.call("PATCH", f"{PODS}/b", {"metadata": {"labels": {"app": "db"}}}, 200, MERGE)
         self.assertEqual(self.endpoints(), [])
@@ -91,7 +91,7 @@ class EndpointSliceTests(ServicePodsCase):
         self.assertEqual(len({e["targetRef"]["name"] for s in slices for e in s["endpoints"]}),
                          250)
         names = {s["metadata"]["name"] for s in slices}
-        self.call("DELETE", f"{PODS}/p000", None, 200)
+        self.call("DELETE", f"{PODS}/p000?gracePeriodSeconds=0", None, 200)
         self.add_pod("extra", "10.88.9.9")
         slices = self.slices()
         self.assertEqual({s["metadata"]["name"] for s in slices}, names)

@@ -67,3 +67,24 @@ class PodGCTests(SynchronousTestCase):
         self.api.call("POST", NODES, {"metadata": {"name": "n3"}})
         self.clock.advance(60)
         self.assertTrue(self.exists("a"))
+
+    def test_terminating_on_out_of_service_node(self):
+        """A pod being deleted on a not-ready node goes once the node is tainted out-of-service."""
+        self.start()
+        self.create(pod("a", "n1"))
+        self.create(pod("b", "n1"))
+        self.create(pod("c", "n2"))
+        for name in ("a", "c"):
+            self.assertEqual(self.api.call("DELETE", f"{PODS}/{name}")[0], 200)
+        self.clock.advance(60)
+        self.assertTrue(self.exists("a"))              # no agent: Terminating, as upstream
+        taint = {"key": "node.orch.io/out-of-service", "value": "nodeshutdown",
+                 "effect": "NoExecute"}
+        code, body, _ = self.api.call("PATCH", f"{NODES}/n1", {"spec": {"taints": [taint]}},
+                                      content_type=b"application/merge-patch+json")
+        self.assertEqual(code, 200, body)
+        self.assertFalse(self.exists("a"))
+        self.assertTrue(self.exists("b"))              # not being deleted: left alone
+        self.assertTrue(self.exists("c"))              # n2 is not out of service
+        self.assertEqual(self.api.call("DELETE", f"{PODS}/b")[0], 200)
+        self.assertFalse(self.exists("b"))

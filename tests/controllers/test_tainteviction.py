@@ -61,7 +61,9 @@ class TaintEvictionTests(SynchronousTestCase):
         self.assertEqual(code, 201, obj)
 
     def exists(self, name):
-        return self.api.call("GET", f"{PODS}/{name}")[0] == 200
+        """Whether the pod is there and not evicted (being deleted gracefully counts as gone)."""
+        code, obj, _ = self.api.call("GET", f"{PODS}/{name}")
+        return code == 200 and not obj["metadata"].get("deletionTimestamp")
 
     def taint(self, *taints):
         code, obj, _ = self.api.call("PATCH", f"{NODES}/n1", {"spec": {"taints": list(taints)}},

@@ -146,9 +146,22 @@ class WorkloadHarness:
              "lastTransitionTime": stamp}])
         self.patch(f"{PODS}/{name}/status", {"status": status})
 
-    def make_ready(self, since=None, node="node-1"):
-        """Make every active pod not yet ready Running and Ready; returns how many."""
+    def finish_deletions(self):
+        """The fake kubelet: remove terminating pods (grace 0) once no finalizer holds them."""
         count = 0
+        for pod in self.pods(active=False):
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                self.api.call("DELETE", f"{PODS}/{meta['name']}?gracePeriodSeconds=0")
+                count += 1
+        return count
+
+    def make_ready(self, since=None, node="node-1"):
+        """
+        Make every active pod not yet ready Running and Ready, and finish the
+        deletion of terminating ones; returns how many changed.
+        """
+        count = self.finish_deletions()
         for pod in self.pods():
             conditions = (pod.get("status") or {}).get("conditions") or []
             if not any(c.get("type") == "Ready" and c.get("status") == "True"

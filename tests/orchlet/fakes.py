@@ -3,7 +3,7 @@
 from twisted.internet.defer import Deferred
 from zope.interface import implementer
 
-from orchd.orchlet.runtime import IRuntime
+from orchd.orchlet.runtime import CheckpointUnsupported, IRuntime
 
 
 class FakeAPI:
@@ -47,22 +47,62 @@ class FakeStream:
 
 @implementer(IRuntime)
 class FakeRuntime:
+    """
+    Runs nothing: a synced pod reports C{{"phase": "Running"}}; a stop
+    waits until the test fires C{stops[(namespace, name)]}.
+    """
+
     name = "fake://1.0"
     default_checkpoint_timeout = 0
 
     def __init__(self):
         self.synced = []
         self.killed = []
+        self.stopping = []
+        self.stops = {}
         self.statuses = {}
+        self.observer = None
+
+    def observe(self, observer):
+        self.observer = observer
 
     def sync_pod(self, pod):
         self.synced.append(pod["metadata"]["name"])
-        self.statuses[(pod["metadata"]["namespace"], pod["metadata"]["name"])] = (
-            pod, {"phase": "Running"})
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        status = self.statuses.get(key, (None, {"phase": "Running"}))[1]
+        self.statuses[key] = (pod, status)
+
+    def set_status(self, namespace, name, status):
+        """What the runtime now reports for a pod, told to the observer."""
+        pod = self.statuses[(namespace, name)][0]
+        self.statuses[(namespace, name)] = (pod, status)
+        self.observer.pod_changed(namespace, name)
+
+    def stop_pod(self, namespace, name, grace):
+        self.stopping.append((name, grace))
+        if (namespace, name) not in self.stops:
+            self.stops[(namespace, name)] = Deferred()
+        return self.stops[(namespace, name)]
 
     def kill_pod(self, namespace, name):
         self.killed.append(name)
         self.statuses.pop((namespace, name), None)
 
+    def close(self):
+        self.closed = True
+
+    def pod_status(self, namespace, name):
+        entry = self.statuses.get((namespace, name))
+        return None if entry is None else entry[1]
+
     def pods(self):
         return list(self.statuses.values())
+
+    def container_logs(self, namespace, pod, container):
+        return b""
+
+    def stats(self):
+        return {"node": {}, "pods": []}
+
+    def checkpoint(self, namespace, pod, container, path, timeout):
+        raise CheckpointUnsupported("the fake runtime does not checkpoint")

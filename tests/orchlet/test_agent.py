@@ -1,5 +1,6 @@
 """Registration: create the Node (or update it on 409), then start the loops."""
 
+from twisted.internet.defer import DeferredSemaphore
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -73,3 +74,33 @@ class NodeAgentTests(SynchronousTestCase):
         self.agent.startService()
         self.successResultOf(self.agent.stopService())
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+
+class SimulatedAgentTests(SynchronousTestCase):
+    def setUp(self):
+        self.clock = Clock()
+        self.api = FakeAPI(NodeAgentTests.answer.__get__(self))
+        self.existing = self.down = False
+
+    def test_capacity_labels_and_no_watch(self):
+        """A node given capacity and labels reports them, and opens no pod watch of its own."""
+        gate = DeferredSemaphore(1)
+        agent = NodeAgent(self.clock, self.api, FakeRuntime(), "n1-sim-0", "127.0.0.1", ".",
+                          lambda: 0, probe=lambda: {}, capacity={"cpu": "4", "pods": "10"},
+                          labels={"orchlet.orch.io/simulated": "true"}, watch_pods=False,
+                          stagger=3, registration_gate=gate)
+        agent.startService()
+        self.addCleanup(agent.stopService)
+        self.successResultOf(agent.registered)
+        _, _, node, _ = self.api.requests[0]
+        self.assertEqual(node["metadata"]["labels"]["orchlet.orch.io/simulated"], "true")
+        self.assertEqual(node["metadata"]["labels"]["orch.io/hostname"], "n1-sim-0")
+        self.assertEqual(node["status"]["capacity"], {"cpu": "4", "pods": "10"})
+        self.assertEqual(node["status"]["allocatable"], {"cpu": "4", "pods": "10"})
+        self.assertEqual(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 0)
+        self.assertIsNone(agent.watch)
+        self.clock.advance(2.9)
+        self.assertFalse(any(p.endswith("/leases") for _, p in self.api.calls()))
+        self.clock.advance(0.1)
+        self.assertTrue(any(p.endswith("/leases") for _, p in self.api.calls()))
+        self.assertFalse(any(p.startswith("/api/v1/pods") for _, p in self.api.calls()))

@@ -2,6 +2,7 @@
 
 import re
 
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -122,3 +123,33 @@ class LeaseRenewerTests(SynchronousTestCase):
         d = self.renewer.stop()
         self.successResultOf(d)
         self.assertEqual(self.clock.getDelayedCalls(), [])
+
+
+class GatedAPI:
+    """Requests that wait until the test answers them, in order."""
+
+    def __init__(self):
+        self.pending = []
+
+    def request(self, method, path, body=None, content_type="application/json"):
+        answer = Deferred()
+        self.pending.append((method, answer))
+        return answer
+
+
+class ConcurrentRenewalTests(SynchronousTestCase):
+    def test_renewals_do_not_overlap(self):
+        """A renewal asked for while one is under way starts only after it: no create race."""
+        api = GatedAPI()
+        renewer = LeaseRenewer(Clock(), api, "n1", owner=NODE)
+        first = Deferred.fromCoroutine(renewer.renew())
+        second = Deferred.fromCoroutine(renewer.renew())
+        self.assertEqual([m for m, _ in api.pending], ["GET"])
+        api.pending.pop(0)[1].callback((404, {}))
+        self.assertEqual([m for m, _ in api.pending], ["POST"])
+        lease = {"metadata": {"name": "n1", "resourceVersion": "1"}, "spec": {}}
+        api.pending.pop(0)[1].callback((201, lease))
+        self.assertTrue(self.successResultOf(first))
+        self.assertEqual([m for m, _ in api.pending], ["PUT"])
+        api.pending.pop(0)[1].callback((200, lease))
+        self.assertTrue(self.successResultOf(second))

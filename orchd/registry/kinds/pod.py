@@ -1,6 +1,8 @@
-# -*- test-case-name: tests.registry.test_pod_annotations -*-
+# -*- test-case-name: tests.registry.test_pod_annotations,tests.registry.test_graceful_delete -*-
 """
-Pods: the reserved annotations and labels whose values the API checks.
+Pods: the reserved annotations and labels whose values the API checks, and
+the grace period a deleted pod is given (L{grace_period}; the deletion
+itself is L{orchd.registry.gracefuldelete}'s).
 
 Two keys carry numbers that controllers read back:
 
@@ -97,9 +99,37 @@ def completion_index_errors(meta, old_meta=None):
     return errors
 
 
+#: Upstream's default C{terminationGracePeriodSeconds}.
+DEFAULT_GRACE_PERIOD = 30
+
+
+def grace_period(pod, requested):
+    """
+    Seconds a deleted pod is given to stop (upstream's C{CheckGracefulDelete}):
+    the request's, else the pod's C{terminationGracePeriodSeconds}, else 30;
+    but 0 for a pod on no node (nothing runs it) or already finished.
+    """
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if requested is not None:
+        return requested
+    period = spec.get("terminationGracePeriodSeconds")
+    if isinstance(period, int) and not isinstance(period, bool) and period >= 0:
+        return period
+    return DEFAULT_GRACE_PERIOD
+
+
 @implementer(IStrategy)
 class PodStrategy(DefaultStrategy):
-    """Only the reserved-key rules; the rest of a pod is not validated here yet."""
+    """
+    The reserved-key rules and graceful deletion; the rest of a pod is
+    not validated here yet.
+    """
+
+    def graceful_delete_period(self, ctx, obj, requested):
+        return grace_period(obj, requested)
 
     def validate(self, ctx, obj):
         meta = obj.get("metadata")
