@@ -17,11 +17,13 @@ class KubectlMixin:
     """A running control plane and a way to run kubectl against it."""
 
     timeout = 120
+    #: Settings of the control plane the tests run against.
+    server_settings = {}
 
     async def setUp(self):
         if KUBECTL is None:
             raise SkipTest("kubectl is not installed")
-        self.server = await RunningControlPlane(self).start()
+        self.server = await RunningControlPlane(self, **self.server_settings).start()
         self.home = os.path.abspath(self.mktemp())
         os.makedirs(self.home)
 

@@ -3,18 +3,14 @@ Unmodified kubectl driving Deployments against a real server: create,
 rollout status, scale, set image, rollout history, undo, restart, pause and
 resume.
 
-Pods get a node and become ready through L{FakeKubelet}, a stand-in for the
-scheduler and the node agent run in the test process. Once the scheduler
-(C{sched}) and the simulated nodes (C{nodes}) are in the server, these tests
-should start it with them instead: C{RunningControlPlane(self,
-no_orchlet=False, simulated_nodes=2)} and no L{FakeKubelet}.
+The server runs its scheduler and, beside its own node agent, two simulated
+nodes: pods are placed, started and made ready as they would be in a cluster.
 """
 
 import json
 
 from twisted.trial.unittest import SkipTest, TestCase
 
-from tests.integration.fakekubelet import FakeKubelet
 from tests.integration.test_kubectl import KubectlMixin
 
 ROLLED_OUT = 'deployment "web" successfully rolled out'
@@ -22,11 +18,7 @@ ROLLED_OUT = 'deployment "web" successfully rolled out'
 
 class DeploymentKubectlTests(KubectlMixin, TestCase):
     timeout = 180
-
-    async def setUp(self):
-        await super().setUp()
-        self.kubelet = await FakeKubelet(self.server).start()
-        self.addCleanup(self.kubelet.stop)
+    server_settings = {"no_orchlet": False, "simulated_nodes": 2}
 
     async def rollout_status(self):
         _, out, _ = await self.kubectl("rollout", "status", "deployment/web", "--timeout=90s")
