@@ -33,7 +33,7 @@ from orchd.registry.kinds.event import (
     EVENT_FIELDS, EVENTS_V1_FIELDS, EventStrategy, EventsV1EventStrategy,
 )
 from orchd.registry.kinds.namespace import NamespaceStrategy
-from orchd.registry.kinds.pod import POD_FIELDS, PodStrategy
+from orchd.registry.kinds.pod import POD_FIELDS, PodStrategy, PodTemplateStrategy
 from orchd.registry.kinds.rbac import (
     ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
 )
@@ -70,8 +70,8 @@ DEFINITIONS = (
     _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log"),
         categories=_ALL, strategy=PodStrategy, printer=core.POD, patch_schema=patch.POD,
         selectable_fields=POD_FIELDS),
-    _ns(CORE, "v1", "podtemplates", "PodTemplate", printer=core.POD_TEMPLATE,
-        patch_schema=patch.POD_TEMPLATE),
+    _ns(CORE, "v1", "podtemplates", "PodTemplate", strategy=PodTemplateStrategy,
+        printer=core.POD_TEMPLATE, patch_schema=patch.POD_TEMPLATE),
     _ns(CORE, "v1", "replicationcontrollers", "ReplicationController", short_names=("rc",),
         subresources=_STATUS, categories=_ALL, printer=core.REPLICATION_CONTROLLER,
         patch_schema=patch.REPLICATION_CONTROLLER, selectable_fields=_REPLICAS),

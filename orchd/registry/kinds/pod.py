@@ -1,6 +1,11 @@
-# -*- test-case-name: tests.registry.test_pod_annotations -*-
+# -*- test-case-name: tests.registry.test_pod_annotations,tests.registry.test_podspec -*-
 """
-Pods: the reserved annotations and labels whose values the API checks.
+Pods: defaults, a new pod's status, and the reserved annotations and
+labels whose values the API checks.
+
+A pod gets upstream's defaults (L{orchd.registry.kinds.podspec}) on every
+write, and a new pod starts C{Pending} with the QoS class its requests and
+limits give it; later spec writes leave the status alone.
 
 Two keys carry numbers that controllers read back:
 
@@ -24,6 +29,9 @@ import re
 from zope.interface import implementer
 
 from orchd.api.errors import FieldError
+from orchd.registry.kinds.podspec import (
+    canonical_pod_resources, default_pod, default_pod_template, pod_spec_errors, qos_class,
+)
 from orchd.registry.strategy import DefaultStrategy, IStrategy
 
 DELETION_COST = "controller.orch.io/pod-deletion-cost"
@@ -97,15 +105,54 @@ def completion_index_errors(meta, old_meta=None):
     return errors
 
 
+def _defaulted(pod):
+    default_pod(pod)
+    canonical_pod_resources(pod.get("spec"), "Pod")
+
+
 @implementer(IStrategy)
 class PodStrategy(DefaultStrategy):
-    """Only the reserved-key rules; the rest of a pod is not validated here yet."""
+    """
+    Defaults, the status of a new pod, the spec checks users meet most, and
+    the reserved keys. An update is checked against the spec rules only
+    when it changes the spec, so that status and metadata writes to a pod
+    stored before a rule existed still go through.
+    """
+
+    def prepare_for_create(self, ctx, obj):
+        _defaulted(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec"))}
+
+    def prepare_for_update(self, ctx, obj, old):
+        _defaulted(obj)
 
     def validate(self, ctx, obj):
         meta = obj.get("metadata")
-        return deletion_cost_errors(meta) + completion_index_errors(meta)
+        return (deletion_cost_errors(meta) + completion_index_errors(meta)
+                + pod_spec_errors(obj.get("spec"), "spec"))
 
     def validate_update(self, ctx, obj, old):
         meta, old_meta = obj.get("metadata"), old.get("metadata") or {}
-        return (deletion_cost_errors(meta, old_meta)
-                + completion_index_errors(meta, old_meta))
+        errors = deletion_cost_errors(meta, old_meta) + completion_index_errors(meta, old_meta)
+        if obj.get("spec") != old.get("spec"):
+            errors += pod_spec_errors(obj.get("spec"), "spec")
+        return errors
+
+
+@implementer(IStrategy)
+class PodTemplateStrategy(DefaultStrategy):
+    """PodTemplates: the pod defaults of their template, and its spec checks."""
+
+    def prepare_for_create(self, ctx, obj):
+        template = obj.get("template")
+        default_pod_template(template)
+        if isinstance(template, dict):
+            canonical_pod_resources(template.get("spec"), "PodTemplate")
+
+    def prepare_for_update(self, ctx, obj, old):
+        self.prepare_for_create(ctx, obj)
+
+    def validate(self, ctx, obj):
+        template = obj.get("template")
+        spec = template.get("spec") if isinstance(template, dict) else {}
+        return pod_spec_errors(spec, "template.spec", require_image=False)
