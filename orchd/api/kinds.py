@@ -29,6 +29,7 @@ SUBRESOURCE_VERBS = {
     "token": ("create",),
     "proxy": ("create", "delete", "get", "patch", "update"),
     "log": ("get",),
+    "scale": ("get", "patch", "update"),
 }
 
 #: Subresources answered with a raw stream from elsewhere (the node agent),

@@ -57,6 +57,7 @@ from orchd.registry.catalog import Catalog
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
+from orchd.registry.scale import scale_connectors
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -190,7 +191,7 @@ class ControlPlane(MultiService):
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
-                        **node_proxy_connector(), **pod_log_connector()},
+                        **node_proxy_connector(), **pod_log_connector(), **scale_connectors()},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))

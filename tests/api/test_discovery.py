@@ -155,6 +155,8 @@ class ResourceListTests(SynchronousTestCase):
                     # A subresource that takes an object of its own kind names it.
                     expected.update(group="authentication.orch.io", version="v1",
                                     kind="TokenRequest")
+                if sub == "scale":
+                    expected.update(group="autoscaling", version="v1", kind="Scale")
                 self.assertEqual(found[0], expected)
 
     def test_storage_version_hash(self):

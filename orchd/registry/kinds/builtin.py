@@ -26,6 +26,7 @@ from orchd.api.kinds import (
 )
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
 from orchd.registry.definitions import KindDefinition, KindRegistry, enabled_definitions
+from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
@@ -38,6 +39,11 @@ from orchd.registry.kinds.rbac import (
     ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
 )
 from orchd.registry.kinds.service import ServiceStrategy
+from orchd.registry.kinds.workloads import (
+    DaemonSetStrategy, DeploymentStrategy, HorizontalPodAutoscalerStrategy,
+    PodDisruptionBudgetStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
+    StatefulSetStrategy,
+)
 from orchd.registry.strategy import DefaultStrategy
 
 
@@ -52,6 +58,8 @@ def _cluster(group, version, resource, kind, strategy=DefaultStrategy, **kw):
 _ALL = ("all",)
 _STATUS = ("status",)
 _REPLICAS = ("status.replicas",)
+_SCALED = ("status", "scale")
+_SCALE = {"scale": (AUTOSCALING, "v1", "Scale")}
 
 #: The resource-kinds table of the specification, plus the few non-stable
 #: versions that C{--runtime-config} can switch on.
@@ -73,7 +81,8 @@ DEFINITIONS = (
     _ns(CORE, "v1", "podtemplates", "PodTemplate", strategy=PodTemplateStrategy,
         printer=core.POD_TEMPLATE, patch_schema=patch.POD_TEMPLATE),
     _ns(CORE, "v1", "replicationcontrollers", "ReplicationController", short_names=("rc",),
-        subresources=_STATUS, categories=_ALL, printer=core.REPLICATION_CONTROLLER,
+        subresources=_SCALED, subresource_kinds=_SCALE, categories=_ALL,
+        strategy=ReplicationControllerStrategy, printer=core.REPLICATION_CONTROLLER,
         patch_schema=patch.REPLICATION_CONTROLLER, selectable_fields=_REPLICAS),
     _ns(CORE, "v1", "resourcequotas", "ResourceQuota", short_names=("quota",),
         subresources=_STATUS, printer=core.RESOURCE_QUOTA),
@@ -114,14 +123,18 @@ DEFINITIONS = (
         strategy=ControllerRevisionStrategy, schema=group_schemas.CONTROLLER_REVISION,
         printer=workloads.CONTROLLER_REVISION),
     _ns(APPS, "v1", "daemonsets", "DaemonSet", short_names=("ds",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.DAEMON_SET, patch_schema=patch.DAEMON_SET),
-    _ns(APPS, "v1", "deployments", "Deployment", short_names=("deploy",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.DEPLOYMENT, patch_schema=patch.DEPLOYMENT),
-    _ns(APPS, "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.REPLICA_SET, patch_schema=patch.REPLICA_SET,
+        categories=_ALL, strategy=DaemonSetStrategy, printer=workloads.DAEMON_SET,
+        patch_schema=patch.DAEMON_SET),
+    _ns(APPS, "v1", "deployments", "Deployment", short_names=("deploy",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=DeploymentStrategy,
+        printer=workloads.DEPLOYMENT, patch_schema=patch.DEPLOYMENT),
+    _ns(APPS, "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=ReplicaSetStrategy,
+        printer=workloads.REPLICA_SET, patch_schema=patch.REPLICA_SET,
         selectable_fields=_REPLICAS),
-    _ns(APPS, "v1", "statefulsets", "StatefulSet", short_names=("sts",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.STATEFUL_SET, patch_schema=patch.STATEFUL_SET),
+    _ns(APPS, "v1", "statefulsets", "StatefulSet", short_names=("sts",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=StatefulSetStrategy,
+        printer=workloads.STATEFUL_SET, patch_schema=patch.STATEFUL_SET),
     # authentication.orch.io
     _cluster(AUTHENTICATION, "v1", "tokenreviews", "TokenReview", verbs=CREATE_ONLY, stored=False,
              schema=group_schemas.TOKEN_REVIEW_V1),
@@ -143,11 +156,12 @@ DEFINITIONS = (
     # autoscaling/v2
     _ns(AUTOSCALING, "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
         short_names=("hpa",), subresources=_STATUS, categories=_ALL,
-        printer=workloads.HORIZONTAL_POD_AUTOSCALER),
+        strategy=HorizontalPodAutoscalerStrategy, printer=workloads.HORIZONTAL_POD_AUTOSCALER),
     # batch/v1
     _ns(BATCH, "v1", "cronjobs", "CronJob", short_names=("cj",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.CRON_JOB, patch_schema=patch.CRON_JOB),
-    _ns(BATCH, "v1", "jobs", "Job", subresources=_STATUS, categories=_ALL,
+        categories=_ALL, strategy=CronJobStrategy, printer=workloads.CRON_JOB,
+        patch_schema=patch.CRON_JOB),
+    _ns(BATCH, "v1", "jobs", "Job", subresources=_STATUS, categories=_ALL, strategy=JobStrategy,
         printer=workloads.JOB, patch_schema=patch.JOB, selectable_fields=("status.successful",)),
     # certificates.orch.io/v1
     _cluster(CERTIFICATES, "v1", "certificatesigningrequests", "CertificateSigningRequest",
@@ -179,8 +193,8 @@ DEFINITIONS = (
     _cluster(NODE, "v1", "runtimeclasses", "RuntimeClass", printer=cluster.RUNTIME_CLASS),
     # policy/v1
     _ns(POLICY, "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",),
-        subresources=_STATUS, printer=workloads.POD_DISRUPTION_BUDGET,
-        patch_schema=patch.POD_DISRUPTION_BUDGET),
+        subresources=_STATUS, strategy=PodDisruptionBudgetStrategy,
+        printer=workloads.POD_DISRUPTION_BUDGET, patch_schema=patch.POD_DISRUPTION_BUDGET),
     # rbac.authorization.orch.io/v1
     _ns(RBAC, "v1", "roles", "Role", name_rule=PATH_SEGMENT, strategy=RoleStrategy,
         schema=group_schemas.ROLE),
