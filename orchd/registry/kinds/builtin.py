@@ -40,6 +40,7 @@ from orchd.registry.kinds.rbac import (
     ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
 )
 from orchd.registry.kinds.service import ServiceStrategy
+from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from orchd.registry.kinds.workloads import (
     DaemonSetStrategy, DeploymentStrategy, HorizontalPodAutoscalerStrategy,
     PodDisruptionBudgetStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
@@ -74,7 +75,8 @@ DEFINITIONS = (
         schema=core_schemas.EVENT, printer=events.CORE_EVENT, selectable_fields=EVENT_FIELDS),
     _ns(CORE, "v1", "limitranges", "LimitRange", short_names=("limits",)),
     _ns(CORE, "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
-        subresources=_STATUS, delete_answers_object=True, printer=storage.PERSISTENT_VOLUME_CLAIM,
+        subresources=_STATUS, delete_answers_object=True,
+        strategy=PersistentVolumeClaimStrategy, printer=storage.PERSISTENT_VOLUME_CLAIM,
         patch_schema=patch.PERSISTENT_VOLUME_CLAIM),
     _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log"),
         categories=_ALL, delete_answers_object=True, strategy=PodStrategy, printer=core.POD, patch_schema=patch.POD,
@@ -108,7 +110,8 @@ DEFINITIONS = (
              strategy=NodeStrategy, schema=core_schemas.NODE, printer=core.NODE, patch_schema=patch.NODE,
              selectable_fields=("spec.unschedulable",)),
     _cluster(CORE, "v1", "persistentvolumes", "PersistentVolume", short_names=("pv",),
-             subresources=_STATUS, delete_answers_object=True, printer=storage.PERSISTENT_VOLUME),
+             subresources=_STATUS, delete_answers_object=True,
+             strategy=PersistentVolumeStrategy, printer=storage.PERSISTENT_VOLUME),
     # admissionregistration.orch.io/v1
     _cluster(ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
              printer=cluster.MUTATING_WEBHOOK_CONFIGURATION),
