@@ -20,6 +20,7 @@ from zope.interface import implementer
 
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.kinds import subresource_kind
+from orchd.api.printers.workloads import SCALE
 from orchd.registry.catalog import IConnector
 from orchd.registry.kinds.workloads import selector_text
 
@@ -66,6 +67,7 @@ class ScaleConnector:
         self.clock = catalog.clock
         self.group, self.resource = group, resource
         self.info = subresource_kind(catalog.resource(group, resource).info, "scale")
+        self.info.printer = SCALE
 
     @property
     def _parents(self):

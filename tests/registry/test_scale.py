@@ -216,3 +216,13 @@ class OtherKindsTests(SynchronousTestCase):
         schema = item["put"]["responses"]["200"]["content"]["application/json"]["schema"]
         self.assertEqual(schema, {"$ref": "#/components/schemas/io.orch.api.autoscaling.v1.Scale"})
         self.assertIn("io.orch.api.autoscaling.v1.Scale", document["components"]["schemas"])
+
+    def test_table(self):
+        """kubectl get --subresource=scale gets a Scale table: name, desired, available."""
+        self.api.call("POST", DEPLOYMENTS, workload(replicas=2))
+        code, table, _ = self.api.call("GET", SCALE, headers={
+            b"accept": [b"application/json;as=Table;v=v1;g=meta.k8s.io"]})
+        self.assertEqual(code, 200)
+        self.assertEqual([c["name"] for c in table["columnDefinitions"]],
+                         ["Name", "Desired", "Available"])
+        self.assertEqual(table["rows"][0]["cells"], ["web", 2, 0])
