@@ -26,6 +26,7 @@ decimal context.
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 #: Upstream's C{splitREString}, quoted in its parse error.
 QUANTITY_FORMAT = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -50,6 +51,8 @@ _INT64_FACTORS = 18
 _LARGEST_EXPONENT = 1000
 #: More digits than any meaningful quantity has: refused rather than computed with.
 _MAX_DIGITS = 1000
+#: Texts up to this long are remembered once parsed.
+_CACHED_LENGTH = 32
 
 # sign, integer digits, fraction digits (None: no point), suffix (checked apart)
 _SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[+-]?[0-9]*)")
@@ -124,12 +127,24 @@ def _power_of_ten(digits, exponent):
 
 def parse(text):
     """
-    The L{Quantity} C{text} means.
+    The L{Quantity} C{text} means (shared between callers: do not change it).
 
     @raise ValueError: with upstream's message, for text that is not a quantity.
     """
     if not isinstance(text, str) or not text:
         raise ValueError(FORMAT_ERROR)
+    if len(text) <= _CACHED_LENGTH:
+        return _parse_cached(text)
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(text):
+    # Pods and nodes repeat a few quantities (100m, 64Mi) over and over.
+    return _parse(text)
+
+
+def _parse(text):
     if text == "0":
         return Quantity(Fraction(0), DECIMAL_SI, "0")
     shape = _SHAPE.fullmatch(text)
@@ -200,11 +215,18 @@ def round_up_milli(quantity):
 
 def canonical(text):
     """
-    C{text} as upstream writes the quantity back (C{0.5} -> C{500m},
-    C{1024Ki} -> C{1Mi}), after the milli round-up of resource lists.
+    C{text} as upstream writes the quantity back in a resource list
+    (C{0.5} -> C{500m}, C{1024Ki} -> C{1Mi}), after its milli round-up.
 
     @raise ValueError: for text that is not a quantity.
     """
+    if isinstance(text, str) and len(text) <= _CACHED_LENGTH:
+        return _canonical_cached(text)
+    return str(round_up_milli(parse(text)))
+
+
+@lru_cache(maxsize=4096)
+def _canonical_cached(text):
     return str(round_up_milli(parse(text)))
 
 

@@ -22,7 +22,7 @@ handled as a <Kind>: quantities must match the regular expression ...}.
 
 from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
-from orchd.api.quantity import FORMAT_ERROR, parse, round_up_milli
+from orchd.api.quantity import FORMAT_ERROR, canonical, parse
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 #: Upstream's C{TerminationMessagePathDefault}.
@@ -240,7 +240,7 @@ def canonical_quantities(resources, kind, version="v1"):
         return
     for name, value in resources.items():
         try:
-            written = str(round_up_milli(parse(_quantity_text(value))))
+            written = canonical(_quantity_text(value))
         except ValueError as e:
             raise StatusError.bad_request(
                 f'{kind} in version "{version}" cannot be handled as a {kind}: {e}') from None
