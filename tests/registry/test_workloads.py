@@ -1,9 +1,10 @@
 """Deployments, ReplicaSets, StatefulSets, DaemonSets and ReplicationControllers:
 upstream's defaults, the checks users meet, and the status fields always present."""
 
+import orjson
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.support import APIHarness
+from tests.support import APIHarness, _result
 
 APPS = "/apis/apps/v1/namespaces/default/"
 RCS = "/api/v1/namespaces/default/replicationcontrollers"
@@ -283,3 +284,20 @@ class ValidationTests(WorkloadTestCase):
         self.assertEqual(self.causes("statefulsets", workload("s2", podManagementPolicy="Fast")),
                          ['spec.podManagementPolicy: Unsupported value: "Fast": '
                           'supported values: "OrderedReady", "Parallel"'])
+
+
+class StatusWriteTests(WorkloadTestCase):
+    def test_status_write_of_an_old_object(self):
+        """A status write to a workload stored before the spec rules is not refused for them."""
+        self.create("replicasets", workload())
+        key = self.api.catalog.resource("apps", "replicasets").info.key("default", "web")
+        kv = _result(self.api.store.get(key))
+        old = orjson.loads(kv.value)
+        old["spec"] = {"replicas": 1}
+        _result(self.api.store.update(key, orjson.dumps(old), kv.mod_revision))
+        code, obj, _ = self.api.call("PATCH", APPS + "replicasets/web/status",
+                                     {"status": {"replicas": 1}}, content_type=MERGE_PATCH)
+        self.assertEqual((code, obj["status"]), (200, {"replicas": 1}), obj)
+        code, _, _ = self.api.call("PATCH", APPS + "replicasets/web",
+                                   {"spec": {"minReadySeconds": 5}}, content_type=MERGE_PATCH)
+        self.assertEqual(code, 422)

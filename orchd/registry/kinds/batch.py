@@ -218,7 +218,7 @@ class JobStrategy(TemplatedStrategy):
             return [FieldError.type_invalid("spec", spec, "must be of type object")]
         return generated_selector_errors(obj) + job_spec_errors(spec)
 
-    def validate_update(self, ctx, obj, old):
+    def validate_spec_update(self, ctx, obj, old):
         spec, old_spec = obj.get("spec"), old.get("spec") or {}
         if not isinstance(spec, dict) or not isinstance(old_spec, dict):
             return self.validate(ctx, obj)

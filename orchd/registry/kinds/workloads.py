@@ -258,6 +258,22 @@ class TemplatedStrategy(StatusFieldsStrategy):
         """The kind's checks of a defaulted spec."""
         return []
 
+    def validate_update(self, ctx, obj, old):
+        """
+        The checks of an update that changes the spec (L{validate_spec_update}).
+        One that leaves it as it was (a status write, a label) cannot break
+        a spec rule: it is not checked again, which keeps the frequent status
+        writes of controllers cheap and lets objects stored before a rule
+        existed still take them.
+        """
+        if obj.get("spec") == old.get("spec"):
+            return []
+        return self.validate_spec_update(ctx, obj, old)
+
+    def validate_spec_update(self, ctx, obj, old):
+        """The checks of an update that changes the spec: the create checks, by default."""
+        return self.validate(ctx, obj)
+
     def template_errors(self, spec, selector, path="spec.template"):
         """
         The checks of a replicated pod template: present, its labels picked
@@ -386,7 +402,7 @@ class DeploymentStrategy(TemplatedStrategy):
                                              "must be greater than minReadySeconds"))
         return errors
 
-    def validate_update(self, ctx, obj, old):
+    def validate_spec_update(self, ctx, obj, old):
         return _with_immutable_selector(self.validate(ctx, obj), obj, old)
 
 
@@ -412,7 +428,7 @@ class ReplicaSetStrategy(TemplatedStrategy):
         errors += selector_errors
         return errors + self.template_errors(spec, selector)
 
-    def validate_update(self, ctx, obj, old):
+    def validate_spec_update(self, ctx, obj, old):
         return _with_immutable_selector(self.validate(ctx, obj), obj, old)
 
 
@@ -491,7 +507,7 @@ class StatefulSetStrategy(TemplatedStrategy):
         errors += selector_errors
         return errors + self.template_errors(spec, selector)
 
-    def validate_update(self, ctx, obj, old):
+    def validate_spec_update(self, ctx, obj, old):
         errors = self.validate(ctx, obj)
         spec, old_spec = obj.get("spec") or {}, old.get("spec") or {}
         if isinstance(spec, dict) and isinstance(old_spec, dict) and \
@@ -566,7 +582,7 @@ class DaemonSetStrategy(TemplatedStrategy):
         errors += nonnegative_errors(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit")
         return errors
 
-    def validate_update(self, ctx, obj, old):
+    def validate_spec_update(self, ctx, obj, old):
         return _with_immutable_selector(self.validate(ctx, obj), obj, old)
 
 
