@@ -163,6 +163,25 @@ class StatusFieldTests(WorkloadTestCase):
             "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
             "expectedPods": 0}))
 
+    def test_ingress_and_volume_attachment(self):
+        """Ingresses start with status.loadBalancer, VolumeAttachments with attached false."""
+        code, ingress, _ = self.api.call(
+            "POST", "/apis/networking.orch.io/v1/namespaces/default/ingresses",
+            {"metadata": {"name": "i"}, "spec": {"defaultBackend": {"service": {
+                "name": "web", "port": {"number": 80}}}}})
+        self.assertEqual((code, ingress["status"]), (201, {"loadBalancer": {}}))
+        code, attachment, _ = self.api.call(
+            "POST", "/apis/storage.orch.io/v1/volumeattachments",
+            {"metadata": {"name": "a"}, "spec": {"attacher": "x", "nodeName": "n",
+                                                 "source": {"persistentVolumeName": "pv"}}})
+        self.assertEqual((code, attachment["status"]), (201, {"attached": False}))
+        code, attachment, _ = self.api.call(
+            "PATCH", "/apis/storage.orch.io/v1/volumeattachments/a/status",
+            {"status": {"attachmentMetadata": {"k": "v"}, "attached": None}},
+            content_type=MERGE_PATCH)
+        self.assertEqual(attachment["status"], {"attachmentMetadata": {"k": "v"},
+                                                "attached": False})
+
 
 class ValidationTests(WorkloadTestCase):
     def test_selector_must_match_template(self):

@@ -41,9 +41,12 @@ from orchd.registry.kinds.rbac import (
 )
 from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
+from orchd.registry.kinds.statusfields import (
+    HorizontalPodAutoscalerStrategy, IngressStrategy, PodDisruptionBudgetStrategy,
+    VolumeAttachmentStrategy,
+)
 from orchd.registry.kinds.workloads import (
-    DaemonSetStrategy, DeploymentStrategy, HorizontalPodAutoscalerStrategy,
-    PodDisruptionBudgetStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
+    DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
     StatefulSetStrategy,
 )
 from orchd.registry.strategy import DefaultStrategy
@@ -190,7 +193,7 @@ DEFINITIONS = (
              subresources=_STATUS, printer=cluster.PRIORITY_LEVEL_CONFIGURATION),
     # networking.orch.io/v1
     _ns(NETWORKING, "v1", "ingresses", "Ingress", short_names=("ing",), subresources=_STATUS,
-        printer=networking.INGRESS),
+        strategy=IngressStrategy, printer=networking.INGRESS),
     _ns(NETWORKING, "v1", "networkpolicies", "NetworkPolicy", short_names=("netpol",),
         printer=networking.NETWORK_POLICY),
     _cluster(NETWORKING, "v1", "ingressclasses", "IngressClass", printer=networking.INGRESS_CLASS),
@@ -224,7 +227,8 @@ DEFINITIONS = (
     _cluster(STORAGE, "v1", "storageclasses", "StorageClass", short_names=("sc",),
              delete_answers_object=True, printer=storage.STORAGE_CLASS),
     _cluster(STORAGE, "v1", "volumeattachments", "VolumeAttachment", subresources=_STATUS,
-             delete_answers_object=True, printer=storage.VOLUME_ATTACHMENT),
+             delete_answers_object=True, strategy=VolumeAttachmentStrategy,
+             printer=storage.VOLUME_ATTACHMENT),
 )
 
 #: The KindInfo of every row, in table order: every kind the server knows,

@@ -28,14 +28,11 @@ from orchd.api.selectors import (
 from orchd.registry.kinds.podspec import (
     canonical_pod_resources, default_pod_template, pod_spec_errors, template_selector_errors,
 )
-from orchd.registry.strategy import DefaultStrategy, IStrategy, immutable_field
+from orchd.registry.kinds.statusfields import StatusFieldsStrategy
+from orchd.registry.strategy import IStrategy, immutable_field
 
 _PERCENT_MSG = regex_error("a valid percent string must be a numeric string followed by an "
                            "ending '%'", "[0-9]+%", "1%", "93%")
-
-
-def _copy_status(status):
-    return {key: value for key, value in status.items()}
 
 
 def spec_of(obj):
@@ -171,43 +168,6 @@ def _int_or_percent_zero(value):
     if isinstance(value, str):
         return value.endswith("%") and value[:-1].isdigit() and int(value[:-1]) == 0
     return value == 0
-
-
-@implementer(IStrategy)
-class StatusFieldsStrategy(DefaultStrategy):
-    """
-    A kind whose status has fields upstream always writes (Go fields
-    without C{omitempty}): a new object's status is those fields at zero,
-    and every status write keeps them present.
-
-    @cvar zero_status: those fields and their zero values.
-    """
-
-    zero_status = {}
-
-    def prepare_for_create(self, ctx, obj):
-        obj["status"] = _copy_status(self.zero_status)
-
-    def subresource_update(self, subresource, obj, old):
-        old = super().subresource_update(subresource, obj, old)
-        status = old.get("status")
-        if isinstance(status, dict):
-            for field, zero in self.zero_status.items():
-                status.setdefault(field, zero)
-        elif status is None:
-            old["status"] = _copy_status(self.zero_status)
-        return old
-
-
-@implementer(IStrategy)
-class HorizontalPodAutoscalerStrategy(StatusFieldsStrategy):
-    zero_status = {"desiredReplicas": 0}
-
-
-@implementer(IStrategy)
-class PodDisruptionBudgetStrategy(StatusFieldsStrategy):
-    zero_status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
-                   "expectedPods": 0}
 
 
 @implementer(IStrategy)
