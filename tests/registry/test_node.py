@@ -33,7 +33,7 @@ class NodeStatusTests(SynchronousTestCase):
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}})
 
     def test_status_write_keeps_the_fields(self):
-        """A status write without nodeInfo fields gets them back, and quantities in canonical form."""
+        """A status write without nodeInfo gets its fields back, and canonical quantities."""
         self.api.call("POST", NODES, {"metadata": {"name": "n1"}})
         code, node, _ = self.api.call("PATCH", NODES + "/n1/status", {"status": {
             "nodeInfo": None, "capacity": {"cpu": "2000m", "memory": "1048576Ki"},

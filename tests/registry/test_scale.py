@@ -33,7 +33,7 @@ class ScaleTests(SynchronousTestCase):
         return self.api.call("GET", DEPLOYMENTS + "/web")[1]
 
     def test_get(self):
-        """A Scale shows the parent's identity, desired replicas, and observed ones with the selector."""
+        """A Scale shows its parent's identity, desired and observed replicas, and selector."""
         self.api.call("PATCH", DEPLOYMENTS + "/web/status", {"status": {"replicas": 1}},
                       content_type=MERGE_PATCH)
         code, scale, _ = self.api.call("GET", SCALE)
@@ -130,7 +130,7 @@ class ScaleTests(SynchronousTestCase):
         self.assertEqual(self.parent()["spec"]["replicas"], 2)
 
     def test_apply(self):
-        """Server-side apply of a Scale (forced past the creator) owns spec.replicas under the scale subresource."""
+        """A forced server-side apply of a Scale owns spec.replicas under the scale subresource."""
         body = orjson.dumps({"apiVersion": "autoscaling/v1", "kind": "Scale",
                              "metadata": {"name": "web"}, "spec": {"replicas": 7}})
         code, scale, _ = self.api.call("PATCH", SCALE + "?fieldManager=autoscaler&force=true", body,
