@@ -23,6 +23,7 @@ from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
 from orchd.registry.reviews import review_providers
+from orchd.registry.scale import scale_connectors
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
@@ -84,7 +85,7 @@ class APIHarness:
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
         self.issuer = None
         bindings, binding_connectors = binding_resources()
-        connectors = {**binding_connectors, **(connectors or {})}
+        connectors = {**binding_connectors, **scale_connectors(), **(connectors or {})}
         if streams is not None:
             connectors.update(node_proxy_connector())
             connectors.update(pod_log_connector())

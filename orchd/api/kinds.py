@@ -30,6 +30,7 @@ SUBRESOURCE_VERBS = {
     "binding": ("create",),
     "proxy": ("create", "delete", "get", "patch", "update"),
     "log": ("get",),
+    "scale": ("get", "patch", "update"),
 }
 
 #: Subresources answered with a raw stream from elsewhere (the node agent),
@@ -65,6 +66,10 @@ class KindInfo:
         L{subresource_kind}).
     @ivar storage_version: the version its objects are stored in, the same
         for every version of the resource; its own version by default.
+    @ivar delete_answers_object: True for the kinds whose DELETE answers the
+        deleted object, not a C{Status}, when it is removed at once (upstream's
+        C{ReturnDeletedObject}: pods, services, persistent volumes and claims,
+        ...; its OpenAPI's delete responses say which).
     @ivar derived: what other modules compute from these facets once and
         keep with the kind (OpenAPI definitions, the compiled pruning
         schema), so that it goes when the kind goes. Keys are private to the
@@ -75,12 +80,14 @@ class KindInfo:
         "group", "version", "resource", "kind", "namespaced", "short_names", "verbs",
         "subresources", "categories", "name_rule", "stored", "singular", "schema", "printer",
         "patch_schema", "selectable_fields", "subresource_kinds", "storage_version", "derived",
+        "delete_answers_object",
     )
 
     def __init__(self, group, version, resource, kind, namespaced, short_names=(),
                  verbs=STANDARD_VERBS, subresources=(), categories=(), name_rule=SUBDOMAIN,
                  stored=True, schema=LOOSE, printer=None, patch_schema=DEFAULT_PATCH_SCHEMA,
-                 selectable_fields=(), subresource_kinds=None, storage_version=None):
+                 selectable_fields=(), subresource_kinds=None, storage_version=None,
+                 delete_answers_object=False):
         self.group = group
         self.version = version
         self.resource = resource
@@ -99,6 +106,7 @@ class KindInfo:
         self.selectable_fields = tuple(selectable_fields)
         self.subresource_kinds = dict(subresource_kinds or {})
         self.storage_version = storage_version or version
+        self.delete_answers_object = delete_answers_object
         self.derived = {}
 
     @property

@@ -150,9 +150,10 @@ def _kind_operations(info):
     status_responses = (
         ("200", "OK", schemas.STATUS), ("202", "Accepted", schemas.STATUS), _UNAUTHORIZED)
 
-    def op(method, action, verb, description, suffix="", operation_id=None, **kw):
+    def op(method, action, verb, description, suffix="", operation_id=None, own_gvk=None,
+           **kw):
         operation_id = operation_id or f"{verb}{ident}{scoped}{suffix}"
-        return Operation(method, action, operation_id, description, tag, gvk, **kw)
+        return Operation(method, action, operation_id, description, tag, own_gvk or gvk, **kw)
 
     def listing(operation_id=None):
         return op("get", "list", "list", f"list or watch objects of kind {info.kind}",
@@ -160,24 +161,27 @@ def _kind_operations(info):
                   produces=(JSON, WATCH_STREAM),
                   responses=(("200", "OK", list_ref), _UNAUTHORIZED))
 
-    def read(sub=""):
+    def read(sub="", ref=kind_ref, own_gvk=None):
         what = f"{sub} of the specified" if sub else "the specified"
         return op("get", "get", "read", f"read {what} {info.kind}", sub.capitalize(),
-                  parameters=("pretty",), responses=(("200", "OK", kind_ref), _UNAUTHORIZED))
+                  own_gvk=own_gvk, parameters=("pretty",),
+                  responses=(("200", "OK", ref), _UNAUTHORIZED))
 
-    def replace(sub=""):
+    def replace(sub="", ref=kind_ref, own_gvk=None):
         what = f"{sub} of the specified" if sub else "the specified"
         return op("put", "put", "replace", f"replace {what} {info.kind}", sub.capitalize(),
-                  parameters=WRITE_PARAMETERS, body=kind_ref, body_required=True, consumes=(JSON,),
-                  responses=(("200", "OK", kind_ref), ("201", "Created", kind_ref), _UNAUTHORIZED))
+                  own_gvk=own_gvk, parameters=WRITE_PARAMETERS, body=ref, body_required=True,
+                  consumes=(JSON,),
+                  responses=(("200", "OK", ref), ("201", "Created", ref), _UNAUTHORIZED))
 
-    def patch(sub=""):
+    def patch(sub="", ref=kind_ref, own_gvk=None):
         what = f"{sub} of the specified" if sub else "the specified"
         return op("patch", "patch", "patch", f"partially update {what} {info.kind}",
-                  sub.capitalize(),
+                  sub.capitalize(), own_gvk=own_gvk,
                   parameters=PATCH_PARAMETERS, body=schemas.PATCH, body_required=True,
-                  consumes=patch_media_types(info),
-                  responses=(("200", "OK", kind_ref), ("201", "Created", kind_ref), _UNAUTHORIZED))
+                  consumes=(JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+                  if own_gvk else patch_media_types(info),
+                  responses=(("200", "OK", ref), ("201", "Created", ref), _UNAUTHORIZED))
 
     items = []
     ops = []
@@ -220,7 +224,11 @@ def _kind_operations(info):
         if sub in STREAM_SUBRESOURCES:
             continue    # raw streams, not objects: not described here
         sub_verbs = SUBRESOURCE_VERBS[sub]
-        ops = [make(sub) for verb, make in (("get", read), ("update", replace), ("patch", patch))
+        own = info.subresource_kinds.get(sub)
+        # A subresource of a kind of its own (a Scale) is described by that kind.
+        described = {"ref": schemas.named_kind(*own), "own_gvk": schemas.gvk(*own)} if own else {}
+        ops = [make(sub, **described)
+               for verb, make in (("get", read), ("update", replace), ("patch", patch))
                if verb in sub_verbs]
         items.append(PathItem(f"{item}/{sub}", ("name",) + scope_params, tuple(ops)))
     return items

@@ -1,19 +1,21 @@
 # -*- test-case-name: tests.api.test_schemas -*-
 """
 Full schemas of the named-group kinds: RBAC roles and bindings,
-ControllerRevision, Lease, events.orch.io Event, and the access reviews of
-the authentication and authorization groups.
+ControllerRevision, Lease, events.orch.io Event, the access reviews of
+the authentication and authorization groups, and the autoscaling/v1 Scale
+of the scale subresources.
 """
 
 from orchd.api.schemadefs_base import (
-    LABEL_SELECTOR, LABEL_SELECTOR_REQUIREMENT, RAW_EXTENSION, KindSchema, array, boolean,
-    int32, integer, micro_time, obj, ref, string, strings, timestamp,
+    LABEL_SELECTOR, LABEL_SELECTOR_REQUIREMENT, OBJECT_META, RAW_EXTENSION, KindSchema, array,
+    boolean, gvk, int32, integer, micro_time, obj, ref, string, strings, timestamp,
 )
 from orchd.api.schemadefs_core import EVENT_SOURCE, OBJECT_REFERENCE
 
 _RBAC = "io.orch.api.rbac.v1."
 _EVENTS = "io.orch.api.events.v1."
 _COORDINATION = "io.orch.api.coordination.v1."
+_AUTOSCALING = "io.orch.api.autoscaling.v1."
 
 # RBAC --------------------------------------------------------------------------
 
@@ -134,6 +136,31 @@ _OTHER_DEFINITIONS = {
                                "election, such as OldestEmulationVersion."),
         },
         description="The state of a lease.",
+    ),
+    _AUTOSCALING + "Scale": obj(
+        {
+            "apiVersion": string("The versioned schema of this object."),
+            "kind": string("The REST resource this object represents."),
+            "metadata": ref(OBJECT_META, "Standard object metadata."),
+            "spec": ref(_AUTOSCALING + "ScaleSpec", "The desired scale."),
+            "status": ref(_AUTOSCALING + "ScaleStatus", "The current scale; read-only."),
+        },
+        description="The scale of a workload: its replicas, read and set through the "
+                    "scale subresource of its parent.",
+        group_version_kind=[gvk("autoscaling", "v1", "Scale")],
+    ),
+    _AUTOSCALING + "ScaleSpec": obj(
+        {"replicas": int32("The desired number of instances.")},
+        description="The desired scale.",
+    ),
+    _AUTOSCALING + "ScaleStatus": obj(
+        {
+            "replicas": int32("The number of instances observed."),
+            "selector": string("The label selector of the instances, in the query form of "
+                               "label selectors (app=web)."),
+        },
+        required=("replicas",),
+        description="The observed scale.",
     ),
     _EVENTS + "EventSeries": obj(
         {

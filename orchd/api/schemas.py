@@ -59,7 +59,7 @@ __all__ = [
     "obj", "preserved", "ref", "string", "string_map", "strings", "timestamp",
     # This module's own.
     "NAMED_DEFINITIONS", "PATCH_MERGE_KEY", "PATCH_STRATEGY", "closure", "definition_name",
-    "definitions", "kind_definitions", "named_definitions", "references", "render",
+    "definitions", "kind_definitions", "named_definitions", "named_kind", "references", "render",
 ]
 
 PATCH_STRATEGY = "x-kubernetes-patch-strategy"
@@ -84,8 +84,13 @@ def definition_name(info, kind=None):
     the style of upstream (C{io.k8s.api.apps.v1.Deployment}): the package is
     the first label of the group, C{core} for the core group.
     """
-    package = info.group.split(".")[0] if info.group else "core"
-    return f"io.orch.api.{package}.{info.version}.{kind or info.kind}"
+    return named_kind(info.group, info.version, kind or info.kind)
+
+
+def named_kind(group, version, kind):
+    """L{definition_name} of C{kind} of C{group/version}."""
+    package = group.split(".")[0] if group else "core"
+    return f"io.orch.api.{package}.{version}.{kind}"
 
 
 # Patch extensions, from the strategic merge patch table -------------------------------
@@ -224,6 +229,9 @@ def definitions(kinds):
         own[definition_name(info)], own[definition_name(info, info.list_kind)] = (
             kind_definitions(info))
         roots.append(definition_name(info))
+        # The kinds its subresources take (a Scale), when described.
+        roots.extend(name for name in (named_kind(*sub) for sub in info.subresource_kinds.values())
+                     if name in pool)
     result = {name: pool[name] for name in schemadefs_meta.DEFINITIONS}
     for name, kind in _CORE_GVK_DEFINITIONS.items():
         result[name] = {**result[name], GVK_EXTENSION: [gvk("", "v1", kind)]}

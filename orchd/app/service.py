@@ -61,6 +61,7 @@ from orchd.registry.componentstatus import component_status_provider
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
+from orchd.registry.scale import scale_connectors
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
@@ -207,7 +208,7 @@ class ControlPlane(MultiService):
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
                         **node_proxy_connector(), **pod_log_connector(),
-                        **binding_connectors},
+                        **binding_connectors, **scale_connectors()},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))

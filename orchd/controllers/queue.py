@@ -8,6 +8,8 @@ failed key comes back after a delay that doubles up to a bound.
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from orchd.api.errors import StatusError
+
 
 class WorkQueue:
     """
@@ -83,8 +85,13 @@ class WorkQueue:
         count = self._failures.get(key, 0) + 1
         self._failures[key] = count
         delay = min(self._base * 2 ** (count - 1), self._max)
-        self.log.failure("Work on {key} failed; retrying in {delay:.1f}s", failure,
-                         key=key, delay=delay)
+        if failure.check(StatusError) and failure.value.code == 409:
+            # Contention (another writer got there first) is expected, not a bug.
+            self.log.info("Work on {key} met a conflict; retrying in {delay:.1f}s: {error}",
+                          key=key, delay=delay, error=failure.getErrorMessage())
+        else:
+            self.log.failure("Work on {key} failed; retrying in {delay:.1f}s", failure,
+                             key=key, delay=delay)
         self.add_after(key, delay)
 
     def _finished(self, _, key):

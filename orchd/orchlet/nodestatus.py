@@ -111,6 +111,8 @@ def node_info(runtime_name):
             "bootID": _read_first_line("/proc/sys/kernel/random/boot_id"),
             "kernelVersion": platform.release(), "osImage": _os_image(),
             "containerRuntimeVersion": runtime_name, "kubeletVersion": f"v{__version__}",
+            # Deprecated upstream and reported empty since 1.31, but the models require it.
+            "kubeProxyVersion": "",
             "operatingSystem": operating_system(), "architecture": architecture()}
 
 

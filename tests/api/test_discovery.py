@@ -158,6 +158,8 @@ class ResourceListTests(SynchronousTestCase):
                 if (info.resource, sub) == ("pods", "binding"):
                     # Its own kind, of the list's own group and version: named without them.
                     expected.update(kind="Binding")
+                if sub == "scale":
+                    expected.update(group="autoscaling", version="v1", kind="Scale")
                 self.assertEqual(found[0], expected)
 
     def test_storage_version_hash(self):

@@ -1,5 +1,6 @@
 """The Deployment controller with the ReplicaSet controller, over the API in memory."""
 
+import orjson
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers import deploymentutil as du
@@ -276,10 +277,18 @@ class DeploymentTests(SynchronousTestCase):
         self.assertEqual(rs["metadata"]["annotations"][du.REVISION], "1")
 
     def test_selecting_all(self):
-        """An empty selector is refused with a SelectingAll warning, and observed."""
+        """
+        The API refuses an empty selector; one stored before that rule gets a
+        SelectingAll warning, no replica set, and is observed.
+        """
         body = deployment(replicas=1)
         body["spec"]["selector"] = {}
-        self.create(body)
+        self.h.call("POST", DEPLOYMENTS, body, 422)
+        body["metadata"].update(namespace="default", uid="u-old", generation=1,
+                                creationTimestamp="2026-01-01T00:00:00Z")
+        self.successResultOf(self.h.api.store.create(
+            "/registry/apps/deployments/default/web", orjson.dumps(body)))
+        self.h.clock.advance(1)
         self.assertEqual(self.h.get(RS)["items"], [])
         self.assertIn(("SelectingAll", "This deployment is selecting all pods. A non-empty "
                                        "selector is required."), self.h.events("Deployment"))

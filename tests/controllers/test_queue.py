@@ -4,6 +4,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.api.errors import StatusError
 from orchd.controllers.queue import WorkQueue
 
 
@@ -36,3 +37,11 @@ class WorkQueueTests(SynchronousTestCase):
         self.assertEqual(self.flushLoggedErrors(RuntimeError), [])
         self.clock.advance(60)
         self.assertEqual(self.calls, ["k"])
+
+    def test_conflict_retried_without_an_error(self):
+        """A 409 (another writer came first) is retried after the delay and not logged as an error."""
+        self.queue.add("k")
+        self.pending.pop().errback(StatusError.conflict("pods", "", "p", "changed"))
+        self.assertEqual(self.flushLoggedErrors(StatusError), [])
+        self.clock.advance(1)
+        self.assertEqual(self.calls, ["k", "k"])

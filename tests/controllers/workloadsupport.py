@@ -163,10 +163,15 @@ class WorkloadHarness:
         """
         count = self.finish_deletions()
         for pod in self.pods():
+            name = pod["metadata"]["name"]
+            # Each write lets the controllers act, which may remove a pod listed here.
+            pod = self.get(f"{PODS}/{name}")
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
             conditions = (pod.get("status") or {}).get("conditions") or []
             if not any(c.get("type") == "Ready" and c.get("status") == "True"
                        for c in conditions):
-                self.set_pod_status(pod["metadata"]["name"], node=node, since=since)
+                self.set_pod_status(name, node=node, since=since)
                 count += 1
         return count
 

@@ -5,6 +5,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from tests.support import APIHarness
 
 SERVICES = "/api/v1/namespaces/default/services"
+MERGE_PATCH = b"application/merge-patch+json"
 
 
 class ServiceTestCase(SynchronousTestCase):
@@ -216,3 +217,17 @@ class SharedStoreTests(SynchronousTestCase):
         code, obj, _ = one.call("POST", SERVICES, {"metadata": {"name": "last"},
                                                    "spec": {"ports": [{"port": 80}]}})
         self.assertEqual(obj["spec"]["clusterIP"], ips[0])
+
+
+class ServiceStatusTests(SynchronousTestCase):
+    def test_load_balancer_always_there(self):
+        """A Service's status has loadBalancer from its creation and through status writes."""
+        api = APIHarness()
+        services = SERVICES
+        code, svc, _ = api.call("POST", services, {"metadata": {"name": "s"},
+                                                   "spec": {"ports": [{"port": 80}]},
+                                                   "status": {"conditions": []}})
+        self.assertEqual((code, svc["status"]), (201, {"loadBalancer": {}}))
+        code, svc, _ = api.call("PATCH", services + "/s/status", {"status": None},
+                                content_type=MERGE_PATCH)
+        self.assertEqual((code, svc["status"]), (200, {"loadBalancer": {}}))

@@ -32,7 +32,7 @@ class AmountTests(SynchronousTestCase):
 
     def test_not_quantities(self):
         """Malformed values, booleans and other types count as absent."""
-        for value in ("lots", True, None, [], {}, "1e9999"):
+        for value in ("lots", True, None, [], {}):
             self.assertIsNone(amount("cpu", value), value)
         self.assertEqual(resource_list({"cpu": "1", "memory": "bad", "pods": None}),
                          {"cpu": 1000})

@@ -128,8 +128,8 @@ class FieldValidationTests(SynchronousTestCase):
 
     def test_loose_kind_keeps_everything(self):
         """Kinds with a loose schema keep fields it does not describe."""
-        code, obj, _ = self.api.call("POST", "/apis/apps/v1/namespaces/default/deployments"
-                                     "?fieldValidation=Strict",
+        code, obj, _ = self.api.call("POST", "/apis/policy/v1/namespaces/default/"
+                                     "poddisruptionbudgets?fieldValidation=Strict",
                                      {"metadata": {"name": "d"}, "spec": {"anything": 1}})
         self.assertEqual((code, obj["spec"]), (201, {"anything": 1}))
 

@@ -507,14 +507,14 @@ class SubresourceTests(SynchronousTestCase):
         self.assertEqual(code, 201)
 
     def test_create_drops_status(self):
-        """Status of a kind with a status subresource is not set by create."""
-        self.assertNotIn("status", self.pod)
+        """Status of a kind with a status subresource is not set by create (a pod's is the server's)."""
+        self.assertEqual(self.pod["status"], {"phase": "Pending", "qosClass": "BestEffort"})
 
     def test_status_only_through_subresource(self):
         """The main resource keeps status; the status subresource changes only status."""
         body = dict(self.pod, status={"phase": "Failed"})
         _, obj, _ = self.api.call("PUT", self.PODS + "/p", body)
-        self.assertNotIn("status", obj)
+        self.assertEqual(obj["status"], self.pod["status"])
         body = dict(self.pod, status={"phase": "Running"})
         body["metadata"] = dict(body["metadata"], labels={"ignored": "yes"})
         code, obj, _ = self.api.call("PUT", self.PODS + "/p/status", body)
@@ -685,3 +685,43 @@ class PagingTests(SynchronousTestCase):
                 break
         self.assertEqual(seen, list("abcde"))
         self.assertEqual(counts, [3, 1, None])
+
+
+class DeleteAnswerTests(SynchronousTestCase):
+    """DELETE answers as each kind's upstream delete operation does."""
+
+    def setUp(self):
+        self.api = APIHarness()
+
+    def test_object_for_the_kinds_that_answer_it(self):
+        """A removed pod, service or storage class is answered with the object, not a Status."""
+        for path, body in (
+                ("/api/v1/namespaces/default/pods",
+                 {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c",
+                                                                      "image": "i"}]}}),
+                ("/api/v1/namespaces/default/services",
+                 {"metadata": {"name": "p"}, "spec": {"ports": [{"port": 80}]}}),
+                ("/apis/storage.orch.io/v1/storageclasses",
+                 {"metadata": {"name": "p"}, "provisioner": "x"})):
+            _, created, _ = self.api.call("POST", path, body)
+            code, obj, _ = self.api.call("DELETE", path + "/p")
+            self.assertEqual((code, obj["kind"]), (200, created["kind"]), path)
+            self.assertEqual(obj["metadata"]["uid"], created["metadata"]["uid"])
+            self.assertEqual(self.api.call("GET", path + "/p")[0], 404)
+
+    def test_status_for_the_others(self):
+        """A removed ConfigMap is answered with a Success Status, as upstream."""
+        self.api.call("POST", CM, {"metadata": {"name": "a"}})
+        code, obj, _ = self.api.call("DELETE", CM + "/a")
+        self.assertEqual((code, obj["kind"], obj["status"]), (200, "Status", "Success"))
+
+    def test_object_that_stays(self):
+        """An object held by a finalizer is answered with its deletionTimestamp, whatever its kind."""
+        for path in ("/api/v1/namespaces/default/services", CM):
+            body = {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+            if "services" in path:
+                body["spec"] = {"ports": [{"port": 80}]}
+            self.api.call("POST", path, body)
+            code, obj, _ = self.api.call("DELETE", path + "/held")
+            self.assertEqual(code, 200)
+            self.assertTrue(obj["metadata"]["deletionTimestamp"], path)

@@ -43,6 +43,15 @@ DEPLOYMENT = Printer(
     Column("Selector", STRING, _SELECTOR, _deployment_selector, priority=1),
 )
 
+#: The Scale of a scale subresource (upstream's C{printScale}).
+SCALE = Printer(
+    name_column(),
+    Column("Desired", INTEGER, "Desired number of instances.",
+           lambda row: row.get("spec", "replicas", default=0)),
+    Column("Available", INTEGER, "Available number of instances.",
+           lambda row: row.get("status", "replicas", default=0)),
+)
+
 REPLICA_SET = Printer(
     name_column(),
     Column("Desired", INTEGER, "Number of desired pods.",

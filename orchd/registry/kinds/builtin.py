@@ -26,6 +26,7 @@ from orchd.api.kinds import (
 )
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
 from orchd.registry.definitions import KindDefinition, KindRegistry, enabled_definitions
+from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
@@ -33,11 +34,21 @@ from orchd.registry.kinds.event import (
     EVENT_FIELDS, EVENTS_V1_FIELDS, EventStrategy, EventsV1EventStrategy,
 )
 from orchd.registry.kinds.namespace import NamespaceStrategy
-from orchd.registry.kinds.pod import POD_FIELDS, PodStrategy
+from orchd.registry.kinds.node import NodeStrategy
+from orchd.registry.kinds.pod import POD_FIELDS, PodStrategy, PodTemplateStrategy
 from orchd.registry.kinds.rbac import (
     ClusterRoleBindingStrategy, ClusterRoleStrategy, RoleBindingStrategy, RoleStrategy,
 )
 from orchd.registry.kinds.service import ServiceStrategy
+from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
+from orchd.registry.kinds.statusfields import (
+    HorizontalPodAutoscalerStrategy, IngressStrategy, PodDisruptionBudgetStrategy,
+    VolumeAttachmentStrategy,
+)
+from orchd.registry.kinds.workloads import (
+    DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
+    StatefulSetStrategy,
+)
 from orchd.registry.strategy import DefaultStrategy
 
 
@@ -52,6 +63,8 @@ def _cluster(group, version, resource, kind, strategy=DefaultStrategy, **kw):
 _ALL = ("all",)
 _STATUS = ("status",)
 _REPLICAS = ("status.replicas",)
+_SCALED = ("status", "scale")
+_SCALE = {"scale": (AUTOSCALING, "v1", "Scale")}
 
 #: The resource-kinds table of the specification, plus the few non-stable
 #: versions that C{--runtime-config} can switch on.
@@ -65,29 +78,32 @@ DEFINITIONS = (
         schema=core_schemas.EVENT, printer=events.CORE_EVENT, selectable_fields=EVENT_FIELDS),
     _ns(CORE, "v1", "limitranges", "LimitRange", short_names=("limits",)),
     _ns(CORE, "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
-        subresources=_STATUS, printer=storage.PERSISTENT_VOLUME_CLAIM,
+        subresources=_STATUS, delete_answers_object=True,
+        strategy=PersistentVolumeClaimStrategy, printer=storage.PERSISTENT_VOLUME_CLAIM,
         patch_schema=patch.PERSISTENT_VOLUME_CLAIM),
     _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "binding"),
         subresource_kinds={"binding": (CORE, "v1", "Binding")}, categories=_ALL,
-        strategy=PodStrategy, printer=core.POD, patch_schema=patch.POD,
-        selectable_fields=POD_FIELDS),
-    _ns(CORE, "v1", "podtemplates", "PodTemplate", printer=core.POD_TEMPLATE,
-        patch_schema=patch.POD_TEMPLATE),
+        delete_answers_object=True, strategy=PodStrategy, printer=core.POD,
+        patch_schema=patch.POD, selectable_fields=POD_FIELDS),
+    _ns(CORE, "v1", "podtemplates", "PodTemplate", strategy=PodTemplateStrategy,
+        delete_answers_object=True, printer=core.POD_TEMPLATE, patch_schema=patch.POD_TEMPLATE),
     _ns(CORE, "v1", "replicationcontrollers", "ReplicationController", short_names=("rc",),
-        subresources=_STATUS, categories=_ALL, printer=core.REPLICATION_CONTROLLER,
+        subresources=_SCALED, subresource_kinds=_SCALE, categories=_ALL,
+        strategy=ReplicationControllerStrategy, printer=core.REPLICATION_CONTROLLER,
         patch_schema=patch.REPLICATION_CONTROLLER, selectable_fields=_REPLICAS),
     _ns(CORE, "v1", "resourcequotas", "ResourceQuota", short_names=("quota",),
-        subresources=_STATUS, printer=core.RESOURCE_QUOTA),
+        subresources=_STATUS, delete_answers_object=True, printer=core.RESOURCE_QUOTA),
     _ns(CORE, "v1", "secrets", "Secret", strategy=SecretStrategy, schema=core_schemas.SECRET,
         printer=core.SECRET, selectable_fields=("type",)),
     _ns(CORE, "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
-        subresources=("token",),
+        subresources=("token",), delete_answers_object=True,
         subresource_kinds={"token": (AUTHENTICATION, "v1", "TokenRequest")},
         schema=core_schemas.SERVICE_ACCOUNT, printer=core.SERVICE_ACCOUNT,
         patch_schema=patch.SERVICE_ACCOUNT),
     _ns(CORE, "v1", "services", "Service", short_names=("svc",), subresources=_STATUS,
-        categories=_ALL, name_rule=DNS1035, strategy=ServiceStrategy.for_catalog,
-        schema=core_schemas.SERVICE, printer=core.SERVICE, patch_schema=patch.SERVICE),
+        categories=_ALL, delete_answers_object=True, name_rule=DNS1035,
+        strategy=ServiceStrategy.for_catalog, schema=core_schemas.SERVICE, printer=core.SERVICE,
+        patch_schema=patch.SERVICE),
     _cluster(CORE, "v1", "componentstatuses", "ComponentStatus", short_names=("cs",),
              verbs=READ_ONLY, stored=False, printer=core.COMPONENT_STATUS),
     _cluster(CORE, "v1", "namespaces", "Namespace", short_names=("ns",),
@@ -95,10 +111,11 @@ DEFINITIONS = (
              strategy=NamespaceStrategy, schema=core_schemas.NAMESPACE, printer=core.NAMESPACE,
              patch_schema=patch.NAMESPACE, selectable_fields=("status.phase",)),
     _cluster(CORE, "v1", "nodes", "Node", short_names=("no",), subresources=("status", "proxy"),
-             schema=core_schemas.NODE, printer=core.NODE, patch_schema=patch.NODE,
-             selectable_fields=("spec.unschedulable",)),
+             strategy=NodeStrategy, schema=core_schemas.NODE, printer=core.NODE,
+             patch_schema=patch.NODE, selectable_fields=("spec.unschedulable",)),
     _cluster(CORE, "v1", "persistentvolumes", "PersistentVolume", short_names=("pv",),
-             subresources=_STATUS, printer=storage.PERSISTENT_VOLUME),
+             subresources=_STATUS, delete_answers_object=True,
+             strategy=PersistentVolumeStrategy, printer=storage.PERSISTENT_VOLUME),
     # admissionregistration.orch.io/v1
     _cluster(ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
              printer=cluster.MUTATING_WEBHOOK_CONFIGURATION),
@@ -115,14 +132,18 @@ DEFINITIONS = (
         strategy=ControllerRevisionStrategy, schema=group_schemas.CONTROLLER_REVISION,
         printer=workloads.CONTROLLER_REVISION),
     _ns(APPS, "v1", "daemonsets", "DaemonSet", short_names=("ds",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.DAEMON_SET, patch_schema=patch.DAEMON_SET),
-    _ns(APPS, "v1", "deployments", "Deployment", short_names=("deploy",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.DEPLOYMENT, patch_schema=patch.DEPLOYMENT),
-    _ns(APPS, "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.REPLICA_SET, patch_schema=patch.REPLICA_SET,
+        categories=_ALL, strategy=DaemonSetStrategy, printer=workloads.DAEMON_SET,
+        patch_schema=patch.DAEMON_SET),
+    _ns(APPS, "v1", "deployments", "Deployment", short_names=("deploy",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=DeploymentStrategy,
+        printer=workloads.DEPLOYMENT, patch_schema=patch.DEPLOYMENT),
+    _ns(APPS, "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=ReplicaSetStrategy,
+        printer=workloads.REPLICA_SET, patch_schema=patch.REPLICA_SET,
         selectable_fields=_REPLICAS),
-    _ns(APPS, "v1", "statefulsets", "StatefulSet", short_names=("sts",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.STATEFUL_SET, patch_schema=patch.STATEFUL_SET),
+    _ns(APPS, "v1", "statefulsets", "StatefulSet", short_names=("sts",), subresources=_SCALED,
+        subresource_kinds=_SCALE, categories=_ALL, strategy=StatefulSetStrategy,
+        printer=workloads.STATEFUL_SET, patch_schema=patch.STATEFUL_SET),
     # authentication.orch.io
     _cluster(AUTHENTICATION, "v1", "tokenreviews", "TokenReview", verbs=CREATE_ONLY, stored=False,
              schema=group_schemas.TOKEN_REVIEW_V1),
@@ -144,11 +165,12 @@ DEFINITIONS = (
     # autoscaling/v2
     _ns(AUTOSCALING, "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
         short_names=("hpa",), subresources=_STATUS, categories=_ALL,
-        printer=workloads.HORIZONTAL_POD_AUTOSCALER),
+        strategy=HorizontalPodAutoscalerStrategy, printer=workloads.HORIZONTAL_POD_AUTOSCALER),
     # batch/v1
     _ns(BATCH, "v1", "cronjobs", "CronJob", short_names=("cj",), subresources=_STATUS,
-        categories=_ALL, printer=workloads.CRON_JOB, patch_schema=patch.CRON_JOB),
-    _ns(BATCH, "v1", "jobs", "Job", subresources=_STATUS, categories=_ALL,
+        categories=_ALL, strategy=CronJobStrategy, printer=workloads.CRON_JOB,
+        patch_schema=patch.CRON_JOB),
+    _ns(BATCH, "v1", "jobs", "Job", subresources=_STATUS, categories=_ALL, strategy=JobStrategy,
         printer=workloads.JOB, patch_schema=patch.JOB, selectable_fields=("status.successful",)),
     # certificates.orch.io/v1
     _cluster(CERTIFICATES, "v1", "certificatesigningrequests", "CertificateSigningRequest",
@@ -172,7 +194,7 @@ DEFINITIONS = (
              subresources=_STATUS, printer=cluster.PRIORITY_LEVEL_CONFIGURATION),
     # networking.orch.io/v1
     _ns(NETWORKING, "v1", "ingresses", "Ingress", short_names=("ing",), subresources=_STATUS,
-        printer=networking.INGRESS),
+        strategy=IngressStrategy, printer=networking.INGRESS),
     _ns(NETWORKING, "v1", "networkpolicies", "NetworkPolicy", short_names=("netpol",),
         printer=networking.NETWORK_POLICY),
     _cluster(NETWORKING, "v1", "ingressclasses", "IngressClass", printer=networking.INGRESS_CLASS),
@@ -180,8 +202,8 @@ DEFINITIONS = (
     _cluster(NODE, "v1", "runtimeclasses", "RuntimeClass", printer=cluster.RUNTIME_CLASS),
     # policy/v1
     _ns(POLICY, "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",),
-        subresources=_STATUS, printer=workloads.POD_DISRUPTION_BUDGET,
-        patch_schema=patch.POD_DISRUPTION_BUDGET),
+        subresources=_STATUS, strategy=PodDisruptionBudgetStrategy,
+        printer=workloads.POD_DISRUPTION_BUDGET, patch_schema=patch.POD_DISRUPTION_BUDGET),
     # rbac.authorization.orch.io/v1
     _ns(RBAC, "v1", "roles", "Role", name_rule=PATH_SEGMENT, strategy=RoleStrategy,
         schema=group_schemas.ROLE),
@@ -199,11 +221,14 @@ DEFINITIONS = (
     # storage.orch.io/v1
     _ns(STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity",
         printer=storage.CSI_STORAGE_CAPACITY),
-    _cluster(STORAGE, "v1", "csidrivers", "CSIDriver", printer=storage.CSI_DRIVER),
-    _cluster(STORAGE, "v1", "csinodes", "CSINode", printer=storage.CSI_NODE),
+    _cluster(STORAGE, "v1", "csidrivers", "CSIDriver", delete_answers_object=True,
+             printer=storage.CSI_DRIVER),
+    _cluster(STORAGE, "v1", "csinodes", "CSINode", delete_answers_object=True,
+             printer=storage.CSI_NODE),
     _cluster(STORAGE, "v1", "storageclasses", "StorageClass", short_names=("sc",),
-             printer=storage.STORAGE_CLASS),
+             delete_answers_object=True, printer=storage.STORAGE_CLASS),
     _cluster(STORAGE, "v1", "volumeattachments", "VolumeAttachment", subresources=_STATUS,
+             delete_answers_object=True, strategy=VolumeAttachmentStrategy,
              printer=storage.VOLUME_ATTACHMENT),
 )
 

@@ -1,8 +1,12 @@
-# -*- test-case-name: tests.registry.test_pod_annotations,tests.registry.test_graceful_delete -*-
+# -*- test-case-name: tests.registry.test_pod_annotations,tests.registry.test_podspec,tests.registry.test_graceful_delete -*-
 """
-Pods: the reserved annotations and labels whose values the API checks, and
-the grace period a deleted pod is given (L{grace_period}; the deletion
-itself is L{orchd.registry.gracefuldelete}'s).
+Pods: defaults, a new pod's status, the reserved annotations and labels
+whose values the API checks, and the grace period a deleted pod is given
+(L{grace_period}; the deletion itself is L{orchd.registry.gracefuldelete}'s).
+
+A pod gets upstream's defaults (L{orchd.registry.kinds.podspec}) on every
+write, and a new pod starts C{Pending} with the QoS class its requests and
+limits give it; later spec writes leave the status alone.
 
 Two keys carry numbers that controllers read back:
 
@@ -26,6 +30,9 @@ import re
 from zope.interface import implementer
 
 from orchd.api.errors import FieldError
+from orchd.registry.kinds.podspec import (
+    canonical_pod_resources, default_pod, default_pod_template, pod_spec_errors, qos_class,
+)
 from orchd.registry.strategy import DefaultStrategy, IStrategy
 
 DELETION_COST = "controller.orch.io/pod-deletion-cost"
@@ -121,21 +128,57 @@ def grace_period(pod, requested):
     return DEFAULT_GRACE_PERIOD
 
 
+def _defaulted(pod):
+    default_pod(pod)
+    canonical_pod_resources(pod.get("spec"), "Pod")
+
+
 @implementer(IStrategy)
 class PodStrategy(DefaultStrategy):
     """
-    The reserved-key rules and graceful deletion; the rest of a pod is
-    not validated here yet.
+    Defaults, the status of a new pod, the spec checks users meet most, the
+    reserved keys, and graceful deletion. An update is checked against the
+    spec rules only when it changes the spec, so that status and metadata
+    writes to a pod stored before a rule existed still go through.
     """
 
     def graceful_delete_period(self, ctx, obj, requested):
         return grace_period(obj, requested)
 
+    def prepare_for_create(self, ctx, obj):
+        _defaulted(obj)
+        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj.get("spec"))}
+
+    def prepare_for_update(self, ctx, obj, old):
+        _defaulted(obj)
+
     def validate(self, ctx, obj):
         meta = obj.get("metadata")
-        return deletion_cost_errors(meta) + completion_index_errors(meta)
+        return (deletion_cost_errors(meta) + completion_index_errors(meta)
+                + pod_spec_errors(obj.get("spec"), "spec"))
 
     def validate_update(self, ctx, obj, old):
         meta, old_meta = obj.get("metadata"), old.get("metadata") or {}
-        return (deletion_cost_errors(meta, old_meta)
-                + completion_index_errors(meta, old_meta))
+        errors = deletion_cost_errors(meta, old_meta) + completion_index_errors(meta, old_meta)
+        if obj.get("spec") != old.get("spec"):
+            errors += pod_spec_errors(obj.get("spec"), "spec")
+        return errors
+
+
+@implementer(IStrategy)
+class PodTemplateStrategy(DefaultStrategy):
+    """PodTemplates: the pod defaults of their template, and its spec checks."""
+
+    def prepare_for_create(self, ctx, obj):
+        template = obj.get("template")
+        default_pod_template(template)
+        if isinstance(template, dict):
+            canonical_pod_resources(template.get("spec"), "PodTemplate")
+
+    def prepare_for_update(self, ctx, obj, old):
+        self.prepare_for_create(ctx, obj)
+
+    def validate(self, ctx, obj):
+        template = obj.get("template")
+        spec = template.get("spec") if isinstance(template, dict) else {}
+        return pod_spec_errors(spec, "template.spec", require_image=False)

@@ -4,7 +4,8 @@ Services: defaults and validation of the spec, and the IPs and ports they hold.
 
 Defaults are upstream's (type ClusterIP, sessionAffinity None with a 10800
 second ClientIP timeout, TCP ports whose targetPort is the port, traffic
-policies Cluster, single-stack IP family fields of the cluster's family).
+policies Cluster, single-stack IP family fields of the cluster's family);
+the status always has C{loadBalancer}, as upstream writes it.
 The cluster IP and node ports come from L{orchd.registry.servicealloc}
 just before the store write; an update keeps what the old object held when
 the new one leaves it out, and the first cluster IP never changes except
@@ -98,6 +99,17 @@ class ServiceStrategy(DefaultStrategy):
     def prepare_for_create(self, ctx, obj):
         if isinstance(obj.get("spec"), dict) or "spec" not in obj:
             set_defaults(obj.setdefault("spec", {}), self.allocators.family)
+        obj["status"] = {"loadBalancer": {}}
+
+    def subresource_update(self, subresource, obj, old):
+        """A status write; C{status.loadBalancer} is always there, as upstream writes it."""
+        old = super().subresource_update(subresource, obj, old)
+        status = old.get("status")
+        if status is None:
+            old["status"] = {"loadBalancer": {}}
+        elif isinstance(status, dict):
+            status.setdefault("loadBalancer", {})
+        return old
 
     def prepare_for_update(self, ctx, obj, old):
         spec = obj.setdefault("spec", {})

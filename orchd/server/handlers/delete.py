@@ -1,5 +1,12 @@
 # -*- test-case-name: tests.server.test_handlers -*-
-"""DELETE of one object, or of every selected object of a collection."""
+"""
+DELETE of one object, or of every selected object of a collection.
+
+An object that stays (finalizers, grace) is answered as it now is; one
+removed at once is answered with a C{Status}, or for the kinds whose
+upstream DELETE returns the object (KindInfo C{delete_answers_object}),
+with the object as it was last.
+"""
 
 from orchd.api import codecs
 from orchd.api.errors import FieldError, StatusError
@@ -61,6 +68,9 @@ async def handle(scope):
     if not removed:
         # 202 only for the legacy orphanDependents=false, as clients expect.
         scope.respond(202 if options.orphan_dependents is False else 200, obj)
+        return
+    if kind.delete_answers_object:
+        scope.respond(200, obj)
         return
     details = {"name": info.name}
     if kind.group:
