@@ -26,6 +26,7 @@ from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.api.meta import rfc3339
+from orchd.storage.interfaces import StoreUnavailableError
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -220,6 +221,11 @@ class EventRecorder:
                 event, done = self._backlog.popleft()
                 try:
                     await self._write(event)
+                except StoreUnavailableError as e:
+                    # The store is down or closing (shutdown): events are best effort.
+                    self.log.warn("Event {reason} about {name} dropped: {error}",
+                                  reason=event["reason"],
+                                  name=event["involvedObject"].get("name"), error=e)
                 except Exception:
                     self.log.failure("Writing event {reason} about {name} failed",
                                      reason=event["reason"],

@@ -102,10 +102,16 @@ class SchedulerTests(TestCase):
         await self.add_node("large", cpu="8")
         pod = await self.wait_for("huge", lambda p: p["spec"].get("nodeName"))
         self.assertEqual(pod["spec"]["nodeName"], "large")
-        code, events = await self.server.call(
-            "GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dhuge")
-        self.assertEqual(code, 200)
-        self.assertEqual({e["reason"] for e in events["items"]}, {"FailedScheduling", "Scheduled"})
+        reasons = set()
+        for _ in range(200):  # events are written after the binding, not with it
+            code, events = await self.server.call(
+                "GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dhuge")
+            self.assertEqual(code, 200)
+            reasons = {e["reason"] for e in events["items"]}
+            if "Scheduled" in reasons:
+                break
+            await sleep(0.05)
+        self.assertEqual(reasons, {"FailedScheduling", "Scheduled"})
 
     def anonymous(self):
         pool = HTTPConnectionPool(reactor, persistent=False)
