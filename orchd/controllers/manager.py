@@ -7,6 +7,7 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.daemonset import DaemonSetController
 from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
@@ -81,6 +82,8 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "daemonset": (_plain(DaemonSetController), True,
+                  (("apps", "daemonsets"), ("apps", "controllerrevisions"), _NODES, _PODS)),
 }
 
 

@@ -1,0 +1,571 @@
+# -*- test-case-name: tests.controllers.test_daemonset -*-
+"""
+The DaemonSet controller: one pod per eligible node (upstream's
+C{pkg/controller/daemon}).
+
+Each DaemonSet is synced alone, keyed C{namespace/name}:
+
+ 1. Its pods and ControllerRevisions are claimed (adopting matching
+    orphans, as a ReplicaSet does).
+ 2. Its history is brought up to date (L{orchd.controllers.history}): the
+    revision of the current template is found or created and given the
+    highest number; its hash is the pods' C{controller-revision-hash}.
+ 3. Unless expectations are pending, each node gets what it should have
+    (L{orchd.controllers.daemonnodes}): a pod created where one should run
+    and none is, pinned to the node by affinity so the scheduler places it;
+    failed pods deleted (C{FailedDaemonPod}); of several on a node, the
+    oldest kept; pods removed from nodes they may no longer run on.
+ 4. A RollingUpdate replaces old pods: at most C{maxUnavailable} nodes
+    without an available pod at a time, or with C{maxSurge} the new pod
+    started beside the old one, which goes once the new one is available.
+    OnDelete replaces only pods the user deletes.
+ 5. Revisions beyond C{revisionHistoryLimit} that no pod uses are deleted,
+    and the status is written when it changed.
+
+Nodes joining, changing or leaving queue every DaemonSet.
+"""
+
+from collections import defaultdict
+from functools import cmp_to_key
+
+from twisted.internet.defer import DeferredList, ensureDeferred
+
+from orchd.api.errors import StatusError
+from orchd.api.selectors import NOTHING, selector_from_label_selector_object
+from orchd.controllers.base import CacheSyncedController
+from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
+from orchd.controllers.daemonnodes import (
+    keep_node, pinned_affinity, should_run, target_node, with_daemon_tolerations,
+)
+from orchd.controllers.deploymentutil import compute_hash, scaled_value
+from orchd.controllers.events import NORMAL, WARNING, EventRecorder
+from orchd.controllers.expectations import Expectations
+from orchd.controllers.history import (
+    REVISION_LABEL, RevisionIndex, History, equal_data, history_limit, new_revision,
+    next_number, number, revision_data, sort_revisions, stale_revisions,
+)
+from orchd.controllers.podcontrol import PodControl, namespace_terminating, slow_start_batch
+from orchd.controllers.podstate import (
+    FAILED, controller_ref, is_available, is_ready, keep_pod, parse_time, pod_key,
+)
+from orchd.controllers.replicaset import min_ready_seconds
+from orchd.controllers.retry import Backoff
+from orchd.registry.context import RequestContext
+from orchd.storage.interfaces import DELETED
+
+COMPONENT = "daemonset-controller"
+API_VERSION, KIND = "apps/v1", "DaemonSet"
+GENERATION_LABEL = "pod-template-generation"
+BURST_REPLICAS = 250
+_STATUS_FIELDS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled",
+                  "numberReady", "updatedNumberScheduled", "numberAvailable",
+                  "numberUnavailable", "observedGeneration")
+
+
+def keep_daemon_pod(pod):
+    """A pod trimmed for the cache, its node the one it is for even before binding."""
+    kept = keep_pod(pod)
+    kept["spec"]["nodeName"] = target_node(pod)
+    return kept
+
+
+def _selector(owner):
+    selector = (owner.get("spec") or {}).get("selector")
+    if not isinstance(selector, dict):
+        return NOTHING
+    try:
+        parsed = selector_from_label_selector_object(selector)
+    except StatusError:
+        return NOTHING
+    return NOTHING if parsed.empty else parsed
+
+
+def _by_age(a, b):
+    """Upstream's C{podByCreationTimestampAndPhase}: running first, then oldest, then name."""
+    ra = (a.get("status") or {}).get("phase") == "Running"
+    rb = (b.get("status") or {}).get("phase") == "Running"
+    if ra != rb:
+        return -1 if ra else 1
+    ta = parse_time(a["metadata"].get("creationTimestamp")) or 0
+    tb = parse_time(b["metadata"].get("creationTimestamp")) or 0
+    if ta != tb:
+        return -1 if ta < tb else 1
+    na, nb = a["metadata"]["name"], b["metadata"]["name"]
+    return (na > nb) - (na < nb)
+
+
+def oldest_first(pods):
+    return sorted(pods, key=cmp_to_key(_by_age))
+
+
+def rolling_bounds(owner, desired):
+    """C{(maxSurge, maxUnavailable)} of a RollingUpdate scaled to C{desired} nodes."""
+    strategy = (owner.get("spec") or {}).get("updateStrategy") or {}
+    rolling = strategy.get("rollingUpdate") or {}
+    surge, unavailable = rolling.get("maxSurge"), rolling.get("maxUnavailable")
+    try:
+        surge = scaled_value(0 if surge is None else surge, desired, True)
+        unavailable = scaled_value(1 if unavailable is None else unavailable, desired, True)
+    except ValueError:
+        surge, unavailable = 0, 1
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    return surge, unavailable
+
+
+def is_rolling(owner):
+    strategy = (owner.get("spec") or {}).get("updateStrategy") or {}
+    return strategy.get("type", "RollingUpdate") == "RollingUpdate"
+
+
+class DaemonSetController(CacheSyncedController):
+    """
+    @param catalog: the L{orchd.registry.catalog.Catalog}.
+    @param clock: an C{IReactorTime}.
+    """
+
+    name = "daemonset"
+
+    def __init__(self, catalog, clock, recorder=None, burst=BURST_REPLICAS):
+        super().__init__(catalog, clock)
+        self._burst = burst
+        self._provider = catalog.resource("apps", "daemonsets")
+        self._owner_prefix = self._provider.info.key_prefix()
+        self._pod_prefix = catalog.resource("", "pods").info.key_prefix()
+        self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
+        self._control = PodControl(catalog, self._recorder, COMPONENT)
+        self._history = History(catalog, COMPONENT)
+        self.expectations = Expectations(clock)
+        self._backoff = Backoff()
+        self._owned = defaultdict(set)
+        self._orphans = defaultdict(set)
+        self._by_uid = {}
+        self._revisions = RevisionIndex()
+        self._owners = self.follow("apps", "daemonsets", self._owner_changed)
+        self._nodes = self.follow("", "nodes", self._node_changed, keep=keep_node)
+        self._pods = self.follow("", "pods", self._pod_changed, keep=keep_daemon_pod)
+        self._revision_informer = self.follow("apps", "controllerrevisions",
+                                              self._revision_changed)
+
+    # -- informer handlers -------------------------------------------------------
+
+    def _owner_changed(self, type, obj, old):
+        meta = obj["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        if type == DELETED:
+            self._by_uid.pop(meta.get("uid"), None)
+        else:
+            self._by_uid[meta.get("uid")] = key
+        self.enqueue(key)
+
+    def _enqueue_all(self):
+        for key in sorted(self._by_uid.values()):
+            self.enqueue(key)
+
+    def _node_changed(self, type, obj, old):
+        if type == DELETED or old is None or self._nodes.cache.get(
+                self._nodes_key(obj)) != old:
+            self._enqueue_all()
+
+    def _nodes_key(self, node):
+        return self._catalog.resource("", "nodes").info.key_prefix() + node["metadata"]["name"]
+
+    def _enqueue_namespace(self, namespace):
+        for key in sorted(self._by_uid.values()):
+            if key.split("/", 1)[0] == namespace:
+                self.enqueue(key)
+
+    def _pod_changed(self, type, obj, old):
+        meta = obj["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        kept = old if type == DELETED else self._pods.cache.get(self._pod_prefix + key)
+        if kept is None:
+            return
+        for pod, add in ((old, False), (None if type == DELETED else kept, True)):
+            if pod is None:
+                continue
+            ref = controller_ref(pod["metadata"])
+            bucket = self._owned[ref["uid"]] if ref else self._orphans[
+                pod["metadata"].get("namespace", "")]
+            (bucket.add if add else bucket.discard)(key)
+        ref = controller_ref(kept["metadata"])
+        owner = self._by_uid.get(ref["uid"]) if ref else None
+        if owner is None:
+            if ref is None:
+                self._enqueue_namespace(meta.get("namespace", ""))
+            if old is not None:
+                old_ref = controller_ref(old["metadata"])
+                if old_ref and old_ref["uid"] in self._by_uid:
+                    self.enqueue(self._by_uid[old_ref["uid"]])
+            return
+        if type == DELETED or kept["metadata"].get("deletionTimestamp"):
+            self.expectations.deletion_observed(owner, key)
+        elif old is None:
+            self.expectations.creation_observed(owner)
+        self.enqueue(owner)
+        min_ready = min_ready_seconds(
+            self._owners.cache.get(self._owner_prefix + owner) or {})
+        if min_ready and type != DELETED and is_ready(kept) and (old is None or not is_ready(old)):
+            self.enqueue(owner, after=min_ready + 1)
+
+    def _revision_changed(self, type, obj, old):
+        uid = self._revisions.changed(type, obj, old, type == DELETED)
+        if uid in self._by_uid:
+            self.enqueue(self._by_uid[uid])
+
+    # -- sync --------------------------------------------------------------------
+
+    def _context(self, namespace):
+        return RequestContext(self._catalog.system_context().user, namespace,
+                              field_manager=COMPONENT)
+
+    def _candidate_pods(self, owner):
+        meta = owner["metadata"]
+        keys = self._owned.get(meta["uid"], set()) | self._orphans.get(
+            meta.get("namespace", ""), set())
+        cache = self._pods.cache
+        return [p for p in (cache.get(self._pod_prefix + k) for k in sorted(keys))
+                if p is not None]
+
+    async def _sync(self, key):
+        owner = self._owners.cache.get(self._owner_prefix + key)
+        if owner is None:
+            self.expectations.forget(key)
+            self._backoff.succeeded(key)
+            return
+        meta = owner["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        namespace = meta.get("namespace", "")
+        selector = _selector(owner)
+        recheck = recheck_owner(self._provider, owner, self._catalog.system_context().user)
+        pods, errors = await ControllerRefManager(
+            self._catalog.resource("", "pods"), owner, API_VERSION, KIND, selector, recheck,
+            self._context(namespace)).claim(self._candidate_pods(owner))
+        revisions, more = await ControllerRefManager(
+            self._history.provider, owner, API_VERSION, KIND, selector, recheck,
+            self._context(namespace)).claim(self._revisions.candidates(owner))
+        errors += more
+        if errors:
+            self._retry(key, errors[0])
+            return
+        current, old = await self._construct_history(owner, revisions)
+        if current is None:
+            return
+        hash = current["metadata"]["labels"][REVISION_LABEL]
+        by_node = defaultdict(list)
+        for pod in pods:
+            by_node[pod["spec"].get("nodeName") or ""].append(pod)
+        nodes = sorted(self._nodes.cache.values(), key=lambda n: n["metadata"]["name"])
+        error = None
+        if self.expectations.satisfied(key):
+            error = await self._manage(key, owner, nodes, by_node, hash)
+            if error is None and is_rolling(owner):
+                error = await self._rolling_update(key, owner, nodes, by_node, hash)
+            if error is None:
+                await self._cleanup_history(owner, pods, old)
+        await self._write_status(owner, nodes, by_node, hash)
+        if error is not None:
+            self._retry(key, error)
+            return
+        self._backoff.succeeded(key)
+
+    def _retry(self, key, error):
+        delay = self._backoff.failed(key)
+        self.log.info("Sync of DaemonSet {key} failed ({error}); retrying in {delay:.1f}s",
+                      key=key, error=error.message, delay=delay)
+        self._queue.add_after(key, delay)
+
+    # -- history -----------------------------------------------------------------
+
+    async def _construct_history(self, owner, revisions):
+        """
+        The current revision (created, or renumbered to be the newest) and
+        the others (upstream's C{constructHistory}); None when the
+        collision count was raised and the sync must start again.
+        """
+        template = (owner.get("spec") or {}).get("template") or {}
+        data = revision_data(template)
+        status = owner.get("status") or {}
+        collisions = status.get("collisionCount")
+        hash = compute_hash(template, collisions)
+        current = [r for r in revisions if equal_data(r, data)]
+        old = [r for r in revisions if not equal_data(r, data)]
+        for revision in current + old:
+            labels = revision["metadata"].get("labels") or {}
+            if REVISION_LABEL not in labels:
+                wanted = hash if revision in current else revision["metadata"]["name"].rsplit(
+                    "-", 1)[-1]
+                await self._history.relabel(revision, {REVISION_LABEL: wanted})
+                revision["metadata"].setdefault("labels", {})[REVISION_LABEL] = wanted
+        latest = next_number(old)
+        if not current:
+            revision = new_revision(owner, API_VERSION, KIND, template, latest, hash,
+                                    {REVISION_LABEL: hash})
+            try:
+                return await self._history.create(revision), old
+            except StatusError as e:
+                if e.code != 409:
+                    raise
+                await self._bump_collisions(owner)
+                return None, old
+        current = sort_revisions(current)
+        keep = current[-1]
+        for duplicate in current[:-1]:
+            await self._history.delete(duplicate)
+        if number(keep) < latest:
+            keep = await self._history.renumber(keep, latest)
+        return keep, old
+
+    async def _bump_collisions(self, owner):
+        meta = owner["metadata"]
+        seen = (owner.get("status") or {}).get("collisionCount")
+
+        def change(current):
+            status = current.setdefault("status", {})
+            if status.get("collisionCount") == seen:
+                status["collisionCount"] = (seen or 0) + 1
+            current["metadata"].pop("resourceVersion", None)
+            return current
+
+        await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
+                                   change, subresource="status")
+
+    async def _cleanup_history(self, owner, pods, old):
+        live = {(p["metadata"].get("labels") or {}).get(REVISION_LABEL) for p in pods}
+        by_hash = {r["metadata"]["name"]: r for r in old
+                   if (r["metadata"].get("labels") or {}).get(REVISION_LABEL) not in live}
+        for revision in stale_revisions(list(by_hash.values()), set(), history_limit(owner)):
+            await self._history.delete(revision)
+
+    # -- pods per node ---------------------------------------------------------------
+
+    async def _manage(self, key, owner, nodes, by_node, hash):
+        """Create and delete pods so that each node has what it should (upstream's C{manage})."""
+        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
+        surge = is_rolling(owner) and rolling_bounds(owner, 1)[0] > 0
+        min_ready = min_ready_seconds(owner)
+        now = self._clock.seconds()
+        create, delete = [], []
+        for node in nodes:
+            name = node["metadata"]["name"]
+            run, keep_running = should_run(spec, node)
+            pods = by_node.get(name, [])
+            if run and not pods:
+                create.append(name)
+            elif keep_running:
+                running = []
+                for pod in pods:
+                    if pod["metadata"].get("deletionTimestamp"):
+                        continue
+                    if (pod.get("status") or {}).get("phase") == FAILED:
+                        self._recorder.record(
+                            owner, WARNING, "FailedDaemonPod",
+                            f"Found failed daemon pod {pod_key(pod)} on node {name}, "
+                            f"will try to kill it")
+                        delete.append(pod)
+                        continue
+                    running.append(pod)
+                running = oldest_first(running)
+                if not surge:
+                    delete += running[1:]
+                    continue
+                if not running:
+                    if run:
+                        create.append(name)
+                    continue
+                newest = [p for p in running if p["metadata"]["labels"].get(REVISION_LABEL) == hash]
+                olds = [p for p in running if p not in newest]
+                delete += newest[1:] + olds[1:]
+                if newest and olds:
+                    if not is_ready(olds[0]) or is_available(newest[0], min_ready, now):
+                        delete.append(olds[0])
+            else:
+                delete += [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        return await self._sync_nodes(key, owner, delete, create, hash)
+
+    async def _rolling_update(self, key, owner, nodes, by_node, hash):
+        """Replace old pods within the RollingUpdate bounds (upstream's C{rollingUpdate})."""
+        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
+        eligible = [n["metadata"]["name"] for n in nodes if should_run(spec, n)[0]]
+        surge, unavailable = rolling_bounds(owner, len(eligible))
+        min_ready = min_ready_seconds(owner)
+        now = self._clock.seconds()
+        to_delete, to_create = [], []
+        if surge == 0:
+            count, allowed, candidates = 0, [], []
+            for name in eligible:
+                found = self._new_and_old(by_node.get(name, []), hash)
+                if found is None:
+                    count += 1
+                    continue
+                new, old = found
+                if (old is None) == (new is None):
+                    count += 1   # manage creates or deletes here: unavailable meanwhile
+                elif old is None:
+                    if not is_available(new, min_ready, now):
+                        count += 1
+                else:
+                    if not is_available(old, min_ready, now):
+                        allowed.append(old)
+                    elif count < unavailable:
+                        count += 1
+                        candidates.append(old)
+            to_delete = allowed + candidates
+        else:
+            count, allowed, candidates = 0, [], []
+            for name in eligible:
+                found = self._new_and_old(by_node.get(name, []), hash)
+                if found is None:
+                    count += 1
+                    continue
+                new, old = found
+                if old is None:
+                    continue
+                if new is None:
+                    if not is_available(old, min_ready, now):
+                        allowed.append(name)
+                    elif count < surge:
+                        count += 1
+                        candidates.append(name)
+                elif not is_available(new, min_ready, now):
+                    count += 1
+                else:
+                    to_delete.append(old)
+            to_create = allowed + candidates
+        return await self._sync_nodes(key, owner, to_delete, to_create, hash)
+
+    @staticmethod
+    def _new_and_old(pods, hash):
+        """
+        The one new and one old active pod on a node (upstream's
+        C{findUpdatedPodsOnNode}); None when there are more.
+        """
+        new = old = None
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp"):
+                continue
+            if (pod.get("status") or {}).get("phase") == FAILED:
+                continue
+            if pod["metadata"]["labels"].get(REVISION_LABEL) == hash:
+                if new is not None:
+                    return None
+                new = pod
+            else:
+                if old is not None:
+                    return None
+                old = pod
+        return new, old
+
+    async def _sync_nodes(self, key, owner, delete, create, hash):
+        """Create pods for the nodes C{create}, delete the pods C{delete}; the first error."""
+        if not delete and not create:
+            return None
+        create = create[:self._burst]
+        delete = delete[:self._burst]
+        self.expectations.expect(key, len(create), [pod_key(p) for p in delete])
+        template = self._pod_template(owner, hash)
+        reference = owner_reference(API_VERSION, KIND, owner)
+        nodes = iter(create)
+        error = None
+
+        async def one():
+            node = next(nodes)
+            pinned = dict(template, spec=dict(
+                template["spec"], affinity=pinned_affinity(template["spec"].get("affinity"),
+                                                           node)))
+            try:
+                await self._control.create(owner, pinned, reference)
+            except StatusError as e:
+                if not namespace_terminating(e):
+                    raise
+
+        if create:
+            successes, error = await slow_start_batch(len(create), one)
+            for _ in range(len(create) - successes):
+                self.expectations.creation_observed(key)
+        if delete:
+            results = await DeferredList(
+                [ensureDeferred(self._delete(key, owner, p)) for p in delete],
+                consumeErrors=True)
+            for ok, result in results:
+                if not ok:
+                    result.trap(StatusError)
+                    error = error or result.value
+        return error
+
+    async def _delete(self, key, owner, pod):
+        try:
+            await self._control.delete(owner, pod)
+        except StatusError as e:
+            self.expectations.deletion_observed(key, pod_key(pod))
+            if e.code != 404:
+                raise
+
+    def _pod_template(self, owner, hash):
+        """The template of new pods: the revision hash, the generation and daemon tolerations."""
+        template = (owner.get("spec") or {}).get("template") or {}
+        template_meta = dict(template.get("metadata") or {})
+        labels = dict(template_meta.get("labels") or {})
+        labels[REVISION_LABEL] = hash
+        labels[GENERATION_LABEL] = str(owner["metadata"].get("generation") or 1)
+        template_meta["labels"] = labels
+        spec = dict(template.get("spec") or {})
+        spec["tolerations"] = with_daemon_tolerations(spec)
+        return {"metadata": template_meta, "spec": spec}
+
+    # -- status ------------------------------------------------------------------
+
+    def _status(self, owner, nodes, by_node, hash):
+        """Upstream's C{updateDaemonSetStatus} counts."""
+        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
+        min_ready = min_ready_seconds(owner)
+        now = self._clock.seconds()
+        desired = scheduled = misscheduled = ready = updated = available = 0
+        for node in nodes:
+            run, _ = should_run(spec, node)
+            pods = oldest_first(by_node.get(node["metadata"]["name"], []))
+            if run:
+                desired += 1
+                if pods:
+                    scheduled += 1
+                    pod = pods[0]
+                    if is_ready(pod):
+                        ready += 1
+                        if is_available(pod, min_ready, now):
+                            available += 1
+                    if pod["metadata"]["labels"].get(REVISION_LABEL) == hash:
+                        updated += 1
+            elif pods:
+                misscheduled += 1
+        status = dict(owner.get("status") or {})
+        status.update(desiredNumberScheduled=desired, currentNumberScheduled=scheduled,
+                      numberMisscheduled=misscheduled, numberReady=ready,
+                      updatedNumberScheduled=updated, numberAvailable=available,
+                      numberUnavailable=desired - available,
+                      observedGeneration=owner["metadata"].get("generation") or 0)
+        return status
+
+    async def _write_status(self, owner, nodes, by_node, hash):
+        status = self._status(owner, nodes, by_node, hash)
+        if status == (owner.get("status") or {}):
+            return
+        meta = owner["metadata"]
+        uid = meta["uid"]
+
+        def change(current):
+            if current["metadata"].get("uid") != uid:
+                raise StatusError.not_found("daemonsets", "apps", meta["name"])
+            stored = current.get("status") or {}
+            new = dict(stored)
+            new.update({f: status[f] for f in _STATUS_FIELDS})
+            current["status"] = new
+            current["metadata"].pop("resourceVersion", None)
+            return current
+
+        try:
+            await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
+                                       change, subresource="status")
+        except StatusError as e:
+            if e.code != 404:
+                raise
