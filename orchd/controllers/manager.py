@@ -18,6 +18,7 @@ from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
 from orchd.controllers.serviceaccounts import ServiceAccountsController
+from orchd.controllers.statefulset import StatefulSetController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
@@ -84,6 +85,9 @@ CONTROLLERS = {
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
     "daemonset": (_plain(DaemonSetController), True,
                   (("apps", "daemonsets"), ("apps", "controllerrevisions"), _NODES, _PODS)),
+    "statefulset": (_plain(StatefulSetController), True,
+                    (("apps", "statefulsets"), ("apps", "controllerrevisions"), _PODS,
+                     ("", "persistentvolumeclaims"))),
 }
 
 
