@@ -38,7 +38,7 @@ def daemon_tolerations(spec):
 
 
 def with_daemon_tolerations(spec):
-    """The pod spec's tolerations with the daemon ones in place of any of the same key and effect."""
+    """The spec's tolerations, the daemon ones replacing any of the same key and effect."""
     own = [t for t in spec.get("tolerations") or () if isinstance(t, dict)]
     added = daemon_tolerations(spec)
     keys = {(t["key"], t["effect"]) for t in added}
@@ -159,6 +159,6 @@ def target_node(pod):
 
 def keep_node(node):
     """An informer C{keep} for nodes: what eligibility reads."""
-    meta, spec = node["metadata"], node.get("spec") or {}
+    meta = node["metadata"]
     return {"metadata": {"name": meta["name"], "labels": meta.get("labels") or {}},
             "spec": {"taints": node_taints(node)}}

@@ -38,7 +38,7 @@ from orchd.controllers.daemonnodes import (
     keep_node, pinned_affinity, should_run, target_node, with_daemon_tolerations,
 )
 from orchd.controllers.deploymentutil import compute_hash, scaled_value
-from orchd.controllers.events import NORMAL, WARNING, EventRecorder
+from orchd.controllers.events import WARNING, EventRecorder
 from orchd.controllers.expectations import Expectations
 from orchd.controllers.history import (
     REVISION_LABEL, RevisionIndex, History, equal_data, history_limit, new_revision,

@@ -27,7 +27,7 @@ import orjson
 
 from orchd.api.errors import StatusError
 from orchd.controllers.controllerref import owner_reference
-from orchd.controllers.deploymentutil import _semantic, safe_encode
+from orchd.controllers.deploymentutil import safe_encode
 from orchd.controllers.podstate import controller_ref, parse_time
 from orchd.registry.context import RequestContext
 
@@ -109,6 +109,16 @@ def sort_revisions(revisions):
 def next_number(revisions):
     """One more than the highest revision number (1 for no history)."""
     return max((number(r) for r in revisions), default=0) + 1
+
+
+def _semantic(value):
+    """A value with nulls and empty maps and lists dropped: Go's semantic equality."""
+    if isinstance(value, dict):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None and v != {} and v != []}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
 
 
 def equal_data(revision, data):

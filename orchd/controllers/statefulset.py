@@ -108,6 +108,8 @@ class StatefulSetController(CacheSyncedController):
         self._backoff = Backoff()
         self._by_uid = {}
         self._names = {}
+        #: Pod keys by (namespace, the set name their name gives).
+        self._members = {}
         self._revisions = RevisionIndex()
         self._owners = self.follow("apps", "statefulsets", self._owner_changed)
         self._pods = self.follow("", "pods", self._pod_changed, keep=keep_pod)
@@ -131,6 +133,16 @@ class StatefulSetController(CacheSyncedController):
     def _pod_changed(self, type, obj, old):
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
+        parent, _ = parent_and_ordinal(obj)
+        if parent is not None:
+            members = self._members.setdefault((namespace, parent), set())
+            key = f"{namespace}/{meta['name']}"
+            if type == DELETED:
+                members.discard(key)
+                if not members:
+                    del self._members[(namespace, parent)]
+            else:
+                members.add(key)
         for pod in (obj, old):
             if pod is None:
                 continue
@@ -168,12 +180,12 @@ class StatefulSetController(CacheSyncedController):
                               field_manager=COMPONENT)
 
     def _candidate_pods(self, owner):
-        namespace = owner["metadata"].get("namespace", "")
-        prefix = f"{self._pod_prefix}{namespace}/{owner['metadata']['name']}-"
+        """The cached pods named C{<set>-<n>}: the only ones a set may claim."""
+        meta = owner["metadata"]
+        keys = self._members.get((meta.get("namespace", ""), meta["name"]), ())
         cache = self._pods.cache
-        # Members are named <set>-<n>: their keys share the prefix.
-        return [cache[k] for k in sorted(k for k in cache if k.startswith(prefix))
-                if is_member(owner, cache[k])]
+        pods = (cache.get(self._pod_prefix + key) for key in sorted(keys))
+        return [pod for pod in pods if pod is not None and is_member(owner, pod)]
 
     async def _sync(self, key):
         owner = self._owners.cache.get(self._owner_prefix + key)
@@ -262,7 +274,10 @@ class StatefulSetController(CacheSyncedController):
     # -- pods --------------------------------------------------------------------
 
     async def _update(self, owner, pods, current, update):
-        """Make, remake and delete pods (upstream's C{updateStatefulSet}); raises L{_Exit} to wait."""
+        """
+        Make, remake and delete pods (upstream's C{updateStatefulSet});
+        raises L{_Exit} where the set waits.
+        """
         start, count = start_ordinal(owner), replicas_of(owner)
         replicas, condemned = [None] * count, []
         for pod in pods:
@@ -398,7 +413,10 @@ class StatefulSetController(CacheSyncedController):
         return self._claims.cache.get(f"{self._claim_prefix}{namespace}/{name}")
 
     async def _create_claims(self, owner, pod):
-        """Create the pod's missing claims before the pod (upstream's C{createPersistentVolumeClaims})."""
+        """
+        Create the pod's missing claims before the pod (upstream's
+        C{createPersistentVolumeClaims}).
+        """
         namespace = owner["metadata"].get("namespace", "")
         _, ordinal = parent_and_ordinal(pod)
         set_name, name = owner["metadata"]["name"], pod["metadata"]["name"]

@@ -63,7 +63,10 @@ def min_ready(sts):
 
 
 def parent_and_ordinal(pod):
-    """C{(set name, ordinal)} from a pod's name, or C{(None, -1)} (upstream's C{getParentNameAndOrdinal})."""
+    """
+    C{(set name, ordinal)} from a pod's name, or C{(None, -1)} (upstream's
+    C{getParentNameAndOrdinal}).
+    """
     match = _ORDINAL.match(pod["metadata"]["name"])
     if match is None:
         return None, -1
