@@ -41,11 +41,16 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
     async def test_daemonset_rollout(self):
-        """A DaemonSet runs one pod per node; rollout status, history and undo work."""
+        """A DaemonSet runs one pod per node, cordoned too; rollout status, history and undo work."""
+        for _ in range(200):    # the node agent and three simulated nodes register
+            nodes = (await self.get_json("nodes"))["items"]
+            if len(nodes) == 4:
+                break
+        self.assertEqual(len(nodes), 4)
+        await self.kubectl("cordon", nodes[-1]["metadata"]["name"])
         await self.kubectl("apply", "-f", "-", stdin=[daemon_set("agent:1")])
         _, out, _ = await self.kubectl("rollout", "status", "daemonset/agent", "--timeout=90s")
         self.assertIn('daemon set "agent" successfully rolled out', out)
-        nodes = (await self.get_json("nodes"))["items"]
         pods = await self.active_pods("agent")
         self.assertEqual(sorted(p["spec"]["nodeName"] for p in pods),
                          sorted(n["metadata"]["name"] for n in nodes))
@@ -54,6 +59,8 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         self.assertIn("successfully rolled out", out)
         _, out, _ = await self.kubectl("rollout", "history", "daemonset/agent")
         self.assertEqual(history_rows(out), ["1", "2"])
+        _, out, _ = await self.kubectl("rollout", "history", "daemonset/agent", "--revision=1")
+        self.assertIn("agent:1", out)
         _, out, _ = await self.kubectl("rollout", "undo", "daemonset/agent")
         self.assertIn("rolled back", out)
         await self.kubectl("rollout", "status", "daemonset/agent", "--timeout=90s")
