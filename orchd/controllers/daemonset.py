@@ -57,6 +57,9 @@ COMPONENT = "daemonset-controller"
 API_VERSION, KIND = "apps/v1", "DaemonSet"
 GENERATION_LABEL = "pod-template-generation"
 BURST_REPLICAS = 250
+#: Upstream's C{failedPodsBackoff}: the first and the longest wait between
+#: deletions of failed pods on one node.
+FAILED_POD_BACKOFF, FAILED_POD_MAX_BACKOFF = 1.0, 900.0
 _STATUS_FIELDS = ("desiredNumberScheduled", "currentNumberScheduled", "numberMisscheduled",
                   "numberReady", "updatedNumberScheduled", "numberAvailable",
                   "numberUnavailable", "observedGeneration")
@@ -140,6 +143,7 @@ class DaemonSetController(CacheSyncedController):
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
         self._by_uid = {}
+        self._failed_pods = {}
         self._revisions = RevisionIndex()
         self._owners = self.follow("apps", "daemonsets", self._owner_changed)
         self._nodes = self.follow("", "nodes", self._node_changed, keep=keep_node)
@@ -232,6 +236,8 @@ class DaemonSetController(CacheSyncedController):
         if owner is None:
             self.expectations.forget(key)
             self._backoff.succeeded(key)
+            for failed in [k for k in self._failed_pods if k[0] == key]:
+                del self._failed_pods[failed]
             return
         meta = owner["metadata"]
         if meta.get("deletionTimestamp"):
@@ -359,6 +365,10 @@ class DaemonSetController(CacheSyncedController):
                     if pod["metadata"].get("deletionTimestamp"):
                         continue
                     if (pod.get("status") or {}).get("phase") == FAILED:
+                        wait = self._failed_pod_backoff(key, name, now)
+                        if wait:
+                            self.enqueue(key, after=wait)
+                            continue
                         self._recorder.record(
                             owner, WARNING, "FailedDaemonPod",
                             f"Found failed daemon pod {pod_key(pod)} on node {name}, "
@@ -383,6 +393,22 @@ class DaemonSetController(CacheSyncedController):
             else:
                 delete += [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         return await self._sync_nodes(key, owner, delete, create, hash)
+
+    def _failed_pod_backoff(self, key, node, now):
+        """
+        Seconds to wait before deleting another failed pod of C{key} on
+        C{node}, or 0 after starting the next wait: a node whose kubelet
+        rejects the pod must not make the controller spin (upstream's
+        C{failedPodsBackoff}, 1 s doubling to 15 minutes).
+        """
+        delay, until = self._failed_pods.get((key, node), (0, 0))
+        if now < until:
+            return until - now
+        if now - until > 2 * FAILED_POD_MAX_BACKOFF:
+            delay = 0
+        delay = min(delay * 2, FAILED_POD_MAX_BACKOFF) if delay else FAILED_POD_BACKOFF
+        self._failed_pods[(key, node)] = (delay, now + delay)
+        return 0
 
     async def _rolling_update(self, key, owner, nodes, by_node, hash):
         """Replace old pods within the RollingUpdate bounds (upstream's C{rollingUpdate})."""

@@ -348,6 +348,12 @@ class StatefulSetController(CacheSyncedController):
         """One ordinal in range (upstream's C{processReplica})."""
         if is_created(pod) and is_finished(pod):
             if not is_terminating(pod):
+                meta = owner["metadata"]
+                failed = (pod.get("status") or {}).get("phase") == "Failed"
+                self._recorder.record(
+                    owner, WARNING, "RecreatingFailedPod" if failed else "RecreatingTerminatedPod",
+                    f"StatefulSet {meta.get('namespace', '')}/{meta['name']} is recreating "
+                    f"{'failed' if failed else 'terminated'} Pod {pod['metadata']['name']}")
                 await self._delete_pod(owner, pod)
             raise _Exit()
         if not is_created(pod):

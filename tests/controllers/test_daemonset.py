@@ -196,6 +196,29 @@ class DaemonSetTests(SynchronousTestCase):
         self.assertNotEqual(names[0], old)
         self.assertIn("FailedDaemonPod", [e[0] for e in self.h.events("DaemonSet")])
 
+    def test_failed_pods_back_off(self):
+        """A pod failing again on the same node is deleted only after a doubling wait."""
+        self.add_node("n1")
+        self.create()
+        first = self.h.pods()[0]["metadata"]["name"]
+        self.h.set_pod_status(first, node="n1", phase="Failed", ready=False)
+        self.h.finish_deletions()
+        second = self.h.pods()[0]["metadata"]["name"]
+        self.h.set_pod_status(second, node="n1", phase="Failed", ready=False)
+        self.h.finish_deletions()
+        self.assertEqual(self.h.get(f"{PODS}/{second}")["status"]["phase"], "Failed")
+        self.h.clock.advance(1)
+        self.h.finish_deletions()
+        self.assertIsNone(self.h.get(f"{PODS}/{second}"))
+        third = self.h.pods()[0]["metadata"]["name"]
+        self.h.set_pod_status(third, node="n1", phase="Failed", ready=False)
+        self.h.clock.advance(1)
+        self.h.finish_deletions()
+        self.assertIsNotNone(self.h.get(f"{PODS}/{third}"))
+        self.h.clock.advance(1)
+        self.h.finish_deletions()
+        self.assertIsNone(self.h.get(f"{PODS}/{third}"))
+
     def update_image(self, image):
         self.h.patch(f"{DS}/agent", {"spec": {"template": {"spec": {"containers": [
             {"name": "c", "image": image}]}}}})

@@ -127,6 +127,9 @@ class StatefulSetTests(SynchronousTestCase):
         self.h.finish_deletions()
         pod = self.h.get(f"{PODS}/web-0")
         self.assertNotEqual(pod["metadata"]["uid"], uid)
+        self.assertIn(("RecreatingFailedPod",
+                       "StatefulSet default/web is recreating failed Pod web-0"),
+                      self.h.events("StatefulSet"))
 
     def update_image(self, image):
         self.h.patch(f"{STS}/web", {"spec": {"template": {"spec": {"containers": [
