@@ -42,7 +42,7 @@ from orchd.controllers.events import WARNING, EventRecorder
 from orchd.controllers.expectations import Expectations
 from orchd.controllers.history import (
     REVISION_LABEL, RevisionIndex, History, equal_data, history_limit, new_revision,
-    next_number, number, revision_data, sort_revisions, stale_revisions,
+    next_number, number, revision_data, sort_revisions,
 )
 from orchd.controllers.podcontrol import PodControl, namespace_terminating, slow_start_batch
 from orchd.controllers.podstate import (
@@ -338,11 +338,20 @@ class DaemonSetController(CacheSyncedController):
                                    change, subresource="status")
 
     async def _cleanup_history(self, owner, pods, old):
+        """
+        Delete the oldest old revisions no pod uses, as many as the old ones
+        exceed C{revisionHistoryLimit} by (upstream's C{cleanupHistory}: the
+        old revisions pods still use count towards the limit).
+        """
         live = {(p["metadata"].get("labels") or {}).get(REVISION_LABEL) for p in pods}
-        by_hash = {r["metadata"]["name"]: r for r in old
-                   if (r["metadata"].get("labels") or {}).get(REVISION_LABEL) not in live}
-        for revision in stale_revisions(list(by_hash.values()), set(), history_limit(owner)):
+        excess = len(old) - history_limit(owner)
+        for revision in sort_revisions(old):
+            if excess <= 0:
+                break
+            if (revision["metadata"].get("labels") or {}).get(REVISION_LABEL) in live:
+                continue
             await self._history.delete(revision)
+            excess -= 1
 
     # -- pods per node ---------------------------------------------------------------
 

@@ -286,15 +286,15 @@ class DaemonSetTests(SynchronousTestCase):
             "image"], "agent:1")
 
     def test_history_limit(self):
-        """Revisions beyond revisionHistoryLimit that no pod uses are deleted, oldest first."""
+        """Old revisions beyond revisionHistoryLimit are deleted oldest first, skipping those pods use."""
         self.add_node("n1")
         self.create(revisionHistoryLimit=1, strategy={"type": "OnDelete"})
         for i in range(2, 6):
             self.update_image(f"agent:{i}")
         images = [r["data"]["spec"]["template"]["spec"]["containers"][0]["image"]
                   for r in self.revisions()]
-        # agent:1 is still used by the pod; agent:5 is current; agent:4 is the one kept.
-        self.assertEqual(images, ["agent:1", "agent:4", "agent:5"])
+        # agent:1 is still used by the pod and counts towards the limit; agent:5 is current.
+        self.assertEqual(images, ["agent:1", "agent:5"])
 
     def test_deleting_collects_pods_and_revisions(self):
         """Deleting the DaemonSet lets the garbage collector remove its pods and revisions."""
