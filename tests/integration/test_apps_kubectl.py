@@ -36,6 +36,18 @@ class AppsKubectlTests(KubectlMixin, TestCase):
     timeout = 240
     server_settings = {"no_orchlet": False, "simulated_nodes": 3}
 
+    async def rollout_status(self, what):
+        """kubectl rollout status; on a time-out the failure shows the object and its pods."""
+        code, out, err = await self.kubectl("rollout", "status", what, "--timeout=120s",
+                                            ok=False)
+        if code != 0:
+            kind, name = what.split("/")
+            state = {"object": await self.get_json(kind, name),
+                     "pods": (await self.get_json("pods"))["items"],
+                     "events": (await self.get_json("events"))["items"]}
+            self.fail(f"rollout status {what}: {err}\n{json.dumps(state, indent=1)}")
+        return out
+
     async def active_pods(self, app):
         pods = (await self.get_json("pods", "-l", f"app={app}"))["items"]
         return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
@@ -49,13 +61,13 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         self.assertEqual(len(nodes), 4)
         await self.kubectl("cordon", nodes[-1]["metadata"]["name"])
         await self.kubectl("apply", "-f", "-", stdin=[daemon_set("agent:1")])
-        _, out, _ = await self.kubectl("rollout", "status", "daemonset/agent", "--timeout=90s")
+        out = await self.rollout_status("daemonset/agent")
         self.assertIn('daemon set "agent" successfully rolled out', out)
         pods = await self.active_pods("agent")
         self.assertEqual(sorted(p["spec"]["nodeName"] for p in pods),
                          sorted(n["metadata"]["name"] for n in nodes))
         await self.kubectl("set", "image", "daemonset/agent", "agent=agent:2")
-        _, out, _ = await self.kubectl("rollout", "status", "daemonset/agent", "--timeout=90s")
+        out = await self.rollout_status("daemonset/agent")
         self.assertIn("successfully rolled out", out)
         _, out, _ = await self.kubectl("rollout", "history", "daemonset/agent")
         self.assertEqual(history_rows(out), ["1", "2"])
@@ -63,7 +75,7 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         self.assertIn("agent:1", out)
         _, out, _ = await self.kubectl("rollout", "undo", "daemonset/agent")
         self.assertIn("rolled back", out)
-        await self.kubectl("rollout", "status", "daemonset/agent", "--timeout=90s")
+        await self.rollout_status("daemonset/agent")
         ds = await self.get_json("daemonset", "agent")
         self.assertEqual(ds["spec"]["template"]["spec"]["containers"][0]["image"], "agent:1")
         pods = await self.active_pods("agent")
@@ -77,14 +89,14 @@ class AppsKubectlTests(KubectlMixin, TestCase):
     async def test_statefulset_rollout_and_scale(self):
         """A StatefulSet comes up in order; scale, rollout status, history and undo work."""
         await self.kubectl("apply", "-f", "-", stdin=[stateful_set("nginx:1.24")])
-        _, out, _ = await self.kubectl("rollout", "status", "statefulset/web", "--timeout=90s")
+        out = await self.rollout_status("statefulset/web")
         # The defaulted partition 0 makes kubectl report a partitioned roll-out, as upstream.
         self.assertIn("partitioned roll out complete: 3 new pods have been updated", out)
         pods = await self.active_pods("web")
         self.assertEqual(sorted(p["metadata"]["name"] for p in pods), ["web-0", "web-1", "web-2"])
         self.assertEqual(pods[0]["spec"]["hostname"], pods[0]["metadata"]["name"])
         await self.kubectl("scale", "statefulset", "web", "--replicas=1")
-        await self.kubectl("rollout", "status", "statefulset/web", "--timeout=90s")
+        await self.rollout_status("statefulset/web")
         for _ in range(100):
             if len(await self.active_pods("web")) == 1:
                 break
@@ -92,13 +104,13 @@ class AppsKubectlTests(KubectlMixin, TestCase):
                          ["web-0"])
         await self.kubectl("scale", "statefulset", "web", "--replicas=2")
         await self.kubectl("set", "image", "statefulset/web", "nginx=nginx:1.25")
-        _, out, _ = await self.kubectl("rollout", "status", "statefulset/web", "--timeout=90s")
+        out = await self.rollout_status("statefulset/web")
         self.assertIn("partitioned roll out complete: 2 new pods have been updated", out)
         _, out, _ = await self.kubectl("rollout", "history", "statefulset/web")
         self.assertEqual(history_rows(out), ["1", "2"])
         _, out, _ = await self.kubectl("rollout", "undo", "statefulset/web", "--to-revision=1")
         self.assertIn("rolled back", out)
-        await self.kubectl("rollout", "status", "statefulset/web", "--timeout=90s")
+        await self.rollout_status("statefulset/web")
         sts = await self.get_json("statefulset", "web")
         self.assertEqual(sts["spec"]["template"]["spec"]["containers"][0]["image"],
                          "nginx:1.24")
