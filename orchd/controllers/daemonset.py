@@ -26,7 +26,6 @@ Nodes joining, changing or leaving queue every DaemonSet.
 """
 
 from collections import defaultdict
-from functools import cmp_to_key
 
 from twisted.internet.defer import DeferredList, ensureDeferred
 
@@ -37,7 +36,10 @@ from orchd.controllers.controllerref import ControllerRefManager, owner_referenc
 from orchd.controllers.daemonnodes import (
     keep_node, pinned_affinity, should_run, target_node, with_daemon_tolerations,
 )
-from orchd.controllers.deploymentutil import compute_hash, scaled_value
+from orchd.controllers.daemonupdate import (
+    allows_surge, daemon_status, is_rolling, replacements, rolling_bounds, surplus,
+)
+from orchd.controllers.deploymentutil import compute_hash
 from orchd.controllers.events import WARNING, EventRecorder
 from orchd.controllers.expectations import Expectations
 from orchd.controllers.history import (
@@ -46,7 +48,7 @@ from orchd.controllers.history import (
 )
 from orchd.controllers.podcontrol import PodControl, namespace_terminating, slow_start_batch
 from orchd.controllers.podstate import (
-    FAILED, controller_ref, is_available, is_ready, keep_pod, parse_time, pod_key,
+    FAILED, controller_ref, is_ready, keep_pod, pod_key,
 )
 from orchd.controllers.replicaset import min_ready_seconds
 from orchd.controllers.retry import Backoff
@@ -81,44 +83,6 @@ def _selector(owner):
     except StatusError:
         return NOTHING
     return NOTHING if parsed.empty else parsed
-
-
-def _by_age(a, b):
-    """Upstream's C{podByCreationTimestampAndPhase}: running first, then oldest, then name."""
-    ra = (a.get("status") or {}).get("phase") == "Running"
-    rb = (b.get("status") or {}).get("phase") == "Running"
-    if ra != rb:
-        return -1 if ra else 1
-    ta = parse_time(a["metadata"].get("creationTimestamp")) or 0
-    tb = parse_time(b["metadata"].get("creationTimestamp")) or 0
-    if ta != tb:
-        return -1 if ta < tb else 1
-    na, nb = a["metadata"]["name"], b["metadata"]["name"]
-    return (na > nb) - (na < nb)
-
-
-def oldest_first(pods):
-    return sorted(pods, key=cmp_to_key(_by_age))
-
-
-def rolling_bounds(owner, desired):
-    """C{(maxSurge, maxUnavailable)} of a RollingUpdate scaled to C{desired} nodes."""
-    strategy = (owner.get("spec") or {}).get("updateStrategy") or {}
-    rolling = strategy.get("rollingUpdate") or {}
-    surge, unavailable = rolling.get("maxSurge"), rolling.get("maxUnavailable")
-    try:
-        surge = scaled_value(0 if surge is None else surge, desired, True)
-        unavailable = scaled_value(1 if unavailable is None else unavailable, desired, True)
-    except ValueError:
-        surge, unavailable = 0, 1
-    if surge == 0 and unavailable == 0:
-        unavailable = 1
-    return surge, unavailable
-
-
-def is_rolling(owner):
-    strategy = (owner.get("spec") or {}).get("updateStrategy") or {}
-    return strategy.get("type", "RollingUpdate") == "RollingUpdate"
 
 
 class DaemonSetController(CacheSyncedController):
@@ -174,9 +138,13 @@ class DaemonSetController(CacheSyncedController):
     def _nodes_key(self, node):
         return self._catalog.resource("", "nodes").info.key_prefix() + node["metadata"]["name"]
 
-    def _enqueue_namespace(self, namespace):
+    def _enqueue_matching(self, namespace, labels):
+        """Queue the DaemonSets of the namespace whose selector matches an orphan's labels."""
         for key in sorted(self._by_uid.values()):
-            if key.split("/", 1)[0] == namespace:
+            if key.split("/", 1)[0] != namespace:
+                continue
+            owner = self._owners.cache.get(self._owner_prefix + key)
+            if owner is not None and _selector(owner).matches(labels or {}):
                 self.enqueue(key)
 
     def _pod_changed(self, type, obj, old):
@@ -196,7 +164,8 @@ class DaemonSetController(CacheSyncedController):
         owner = self._by_uid.get(ref["uid"]) if ref else None
         if owner is None:
             if ref is None:
-                self._enqueue_namespace(meta.get("namespace", ""))
+                self._enqueue_matching(meta.get("namespace", ""),
+                                       kept["metadata"].get("labels"))
             if old is not None:
                 old_ref = controller_ref(old["metadata"])
                 if old_ref and old_ref["uid"] in self._by_uid:
@@ -358,7 +327,7 @@ class DaemonSetController(CacheSyncedController):
     async def _manage(self, key, owner, nodes, by_node, hash):
         """Create and delete pods so that each node has what it should (upstream's C{manage})."""
         spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
-        surge = is_rolling(owner) and rolling_bounds(owner, 1)[0] > 0
+        surge = allows_surge(owner)
         min_ready = min_ready_seconds(owner)
         now = self._clock.seconds()
         create, delete = [], []
@@ -385,20 +354,9 @@ class DaemonSetController(CacheSyncedController):
                         delete.append(pod)
                         continue
                     running.append(pod)
-                running = oldest_first(running)
-                if not surge:
-                    delete += running[1:]
-                    continue
-                if not running:
-                    if run:
-                        create.append(name)
-                    continue
-                newest = [p for p in running if p["metadata"]["labels"].get(REVISION_LABEL) == hash]
-                olds = [p for p in running if p not in newest]
-                delete += newest[1:] + olds[1:]
-                if newest and olds:
-                    if not is_ready(olds[0]) or is_available(newest[0], min_ready, now):
-                        delete.append(olds[0])
+                if surge and not running and run:
+                    create.append(name)   # surging keeps one pod that is not going
+                delete += surplus(running, hash, surge, min_ready, now)
             else:
                 delete += [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         return await self._sync_nodes(key, owner, delete, create, hash)
@@ -424,73 +382,10 @@ class DaemonSetController(CacheSyncedController):
         spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
         eligible = [n["metadata"]["name"] for n in nodes if should_run(spec, n)[0]]
         surge, unavailable = rolling_bounds(owner, len(eligible))
-        min_ready = min_ready_seconds(owner)
-        now = self._clock.seconds()
-        to_delete, to_create = [], []
-        if surge == 0:
-            count, allowed, candidates = 0, [], []
-            for name in eligible:
-                found = self._new_and_old(by_node.get(name, []), hash)
-                if found is None:
-                    count += 1
-                    continue
-                new, old = found
-                if (old is None) == (new is None):
-                    count += 1   # manage creates or deletes here: unavailable meanwhile
-                elif old is None:
-                    if not is_available(new, min_ready, now):
-                        count += 1
-                else:
-                    if not is_available(old, min_ready, now):
-                        allowed.append(old)
-                    elif count < unavailable:
-                        count += 1
-                        candidates.append(old)
-            to_delete = allowed + candidates
-        else:
-            count, allowed, candidates = 0, [], []
-            for name in eligible:
-                found = self._new_and_old(by_node.get(name, []), hash)
-                if found is None:
-                    count += 1
-                    continue
-                new, old = found
-                if old is None:
-                    continue
-                if new is None:
-                    if not is_available(old, min_ready, now):
-                        allowed.append(name)
-                    elif count < surge:
-                        count += 1
-                        candidates.append(name)
-                elif not is_available(new, min_ready, now):
-                    count += 1
-                else:
-                    to_delete.append(old)
-            to_create = allowed + candidates
+        to_delete, to_create = replacements(
+            [by_node.get(name, []) for name in eligible], eligible, hash, surge, unavailable,
+            min_ready_seconds(owner), self._clock.seconds())
         return await self._sync_nodes(key, owner, to_delete, to_create, hash)
-
-    @staticmethod
-    def _new_and_old(pods, hash):
-        """
-        The one new and one old active pod on a node (upstream's
-        C{findUpdatedPodsOnNode}); None when there are more.
-        """
-        new = old = None
-        for pod in pods:
-            if pod["metadata"].get("deletionTimestamp"):
-                continue
-            if (pod.get("status") or {}).get("phase") == FAILED:
-                continue
-            if pod["metadata"]["labels"].get(REVISION_LABEL) == hash:
-                if new is not None:
-                    return None
-                new = pod
-            else:
-                if old is not None:
-                    return None
-                old = pod
-        return new, old
 
     async def _sync_nodes(self, key, owner, delete, create, hash):
         """Create pods for the nodes C{create}, delete the pods C{delete}; the first error."""
@@ -551,38 +446,8 @@ class DaemonSetController(CacheSyncedController):
 
     # -- status ------------------------------------------------------------------
 
-    def _status(self, owner, nodes, by_node, hash):
-        """Upstream's C{updateDaemonSetStatus} counts."""
-        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
-        min_ready = min_ready_seconds(owner)
-        now = self._clock.seconds()
-        desired = scheduled = misscheduled = ready = updated = available = 0
-        for node in nodes:
-            run, _ = should_run(spec, node)
-            pods = oldest_first(by_node.get(node["metadata"]["name"], []))
-            if run:
-                desired += 1
-                if pods:
-                    scheduled += 1
-                    pod = pods[0]
-                    if is_ready(pod):
-                        ready += 1
-                        if is_available(pod, min_ready, now):
-                            available += 1
-                    if pod["metadata"]["labels"].get(REVISION_LABEL) == hash:
-                        updated += 1
-            elif pods:
-                misscheduled += 1
-        status = dict(owner.get("status") or {})
-        status.update(desiredNumberScheduled=desired, currentNumberScheduled=scheduled,
-                      numberMisscheduled=misscheduled, numberReady=ready,
-                      updatedNumberScheduled=updated, numberAvailable=available,
-                      numberUnavailable=desired - available,
-                      observedGeneration=owner["metadata"].get("generation") or 0)
-        return status
-
     async def _write_status(self, owner, nodes, by_node, hash):
-        status = self._status(owner, nodes, by_node, hash)
+        status = daemon_status(owner, nodes, by_node, hash, self._clock.seconds())
         if status == (owner.get("status") or {}):
             return
         meta = owner["metadata"]

@@ -4,6 +4,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers.daemonnodes import should_run
 from orchd.controllers.daemonset import DaemonSetController
+from orchd.controllers.daemonupdate import replacements, surplus
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.history import REVISION_LABEL
 from tests.controllers.workloadsupport import PODS, WorkloadHarness
@@ -68,6 +69,41 @@ class EligibilityTests(SynchronousTestCase):
         self.assertEqual(should_run(affinity, plain), (True, True))
         self.assertEqual(should_run(affinity, node("other")), (False, False))
         self.assertEqual(should_run({"nodeName": "gpu-1"}, plain), (False, False))
+
+
+def _pod(name, hash, ready=True, created="2026-01-01T00:00:00Z"):
+    return {"metadata": {"name": name, "labels": {REVISION_LABEL: hash},
+                         "creationTimestamp": created},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+class UpdateStepTests(SynchronousTestCase):
+    def test_unavailable_old_pods_use_the_budget(self):
+        """An old pod that is not available is replaced first and counts against maxUnavailable."""
+        per_node = [[_pod("a", "old", ready=False)], [_pod("b", "old")], [_pod("c", "old")]]
+        doomed, _ = replacements(per_node, ["n1", "n2", "n3"], "new", 0, 1, 0, 0)
+        self.assertEqual([p["metadata"]["name"] for p in doomed], ["a"])
+        doomed, _ = replacements(per_node, ["n1", "n2", "n3"], "new", 0, 2, 0, 0)
+        self.assertEqual([p["metadata"]["name"] for p in doomed], ["a", "b"])
+
+    def test_surge_starts_new_pods_then_retires_old(self):
+        """With surge, new pods start on at most maxSurge nodes; an available new pod retires the old."""
+        per_node = [[_pod("a", "old")], [_pod("b", "old")]]
+        doomed, nodes = replacements(per_node, ["n1", "n2"], "new", 1, 0, 0, 0)
+        self.assertEqual((doomed, nodes), ([], ["n1"]))
+        per_node = [[_pod("a", "old"), _pod("a2", "new")], [_pod("b", "old")]]
+        doomed, nodes = replacements(per_node, ["n1", "n2"], "new", 1, 0, 0, 0)
+        self.assertEqual(([p["metadata"]["name"] for p in doomed], nodes), (["a"], ["n2"]))
+
+    def test_surplus(self):
+        """Without surge only the oldest pod stays; with surge an old one stays until the new is available."""
+        old = _pod("a", "old", created="2026-01-01T00:00:00Z")
+        new = _pod("b", "new", ready=False, created="2026-01-01T00:01:00Z")
+        self.assertEqual(surplus([new, old], "new", 0, 0, 0), [new])
+        self.assertEqual(surplus([new, old], "new", 1, 0, 0), [])
+        ready = _pod("b", "new", created="2026-01-01T00:01:00Z")
+        self.assertEqual(surplus([ready, old], "new", 1, 0, 0), [old])
 
 
 class DaemonSetTests(SynchronousTestCase):
