@@ -119,3 +119,24 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         revisions = json.loads(out)["items"]
         self.assertEqual(sorted(r["revision"] for r in revisions
                                 if r["metadata"]["name"].startswith("web-")), [2, 3])
+
+    async def test_statefulset_claims(self):
+        """Each pod of a StatefulSet with a claim template gets its claim, kept on scale-down."""
+        body = stateful_set("nginx:1.24", replicas=2)
+        body["metadata"]["name"] = "db"
+        body["spec"].update(podManagementPolicy="Parallel", selector={"matchLabels": {"app": "db"}},
+                            volumeClaimTemplates=[{
+                                "metadata": {"name": "data"},
+                                "spec": {"accessModes": ["ReadWriteOnce"],
+                                         "resources": {"requests": {"storage": "1Gi"}}}}])
+        body["spec"]["template"]["metadata"]["labels"] = {"app": "db"}
+        await self.kubectl("apply", "-f", "-", stdin=[body])
+        await self.rollout_status("statefulset/db")
+        claims = (await self.get_json("pvc"))["items"]
+        self.assertEqual(sorted(c["metadata"]["name"] for c in claims), ["data-db-0", "data-db-1"])
+        pod = await self.get_json("pod", "db-1")
+        self.assertIn({"name": "data", "persistentVolumeClaim": {"claimName": "data-db-1"}},
+                      pod["spec"]["volumes"])
+        await self.kubectl("scale", "statefulset", "db", "--replicas=1")
+        await self.rollout_status("statefulset/db")
+        self.assertEqual(len((await self.get_json("pvc"))["items"]), 2)
