@@ -74,6 +74,11 @@ def keep_daemon_pod(pod):
     return kept
 
 
+def template_spec(owner):
+    """The pod spec of the DaemonSet's template ({} when it has none)."""
+    return (((owner.get("spec") or {}).get("template") or {}).get("spec")) or {}
+
+
 def _selector(owner):
     selector = (owner.get("spec") or {}).get("selector")
     if not isinstance(selector, dict):
@@ -326,7 +331,7 @@ class DaemonSetController(CacheSyncedController):
 
     async def _manage(self, key, owner, nodes, by_node, hash):
         """Create and delete pods so that each node has what it should (upstream's C{manage})."""
-        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
+        spec = template_spec(owner)
         surge = allows_surge(owner)
         min_ready = min_ready_seconds(owner)
         now = self._clock.seconds()
@@ -379,7 +384,7 @@ class DaemonSetController(CacheSyncedController):
 
     async def _rolling_update(self, key, owner, nodes, by_node, hash):
         """Replace old pods within the RollingUpdate bounds (upstream's C{rollingUpdate})."""
-        spec = (owner.get("spec") or {}).get("template", {}).get("spec") or {}
+        spec = template_spec(owner)
         eligible = [n["metadata"]["name"] for n in nodes if should_run(spec, n)[0]]
         surge, unavailable = rolling_bounds(owner, len(eligible))
         to_delete, to_create = replacements(

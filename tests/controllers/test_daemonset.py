@@ -356,3 +356,23 @@ class DaemonSetTests(SynchronousTestCase):
         self.assertEqual([p["metadata"]["name"] for p in pods], ["stray"])
         self.assertEqual(pods[0]["metadata"]["ownerReferences"][0]["uid"],
                          ds["metadata"]["uid"])
+
+    def test_malformed_placement_places_nothing(self):
+        """Affinity on a field other than the name, a Gt on text or a number as a selector value match no node."""
+        self.add_node("n1", labels={"a": "5"})
+        self.start()
+        for i, extra in enumerate([
+                {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchFields": [
+                        {"key": "metadata.labels", "operator": "In", "values": ["x"]}]}]}}}},
+                {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "a", "operator": "Gt", "values": ["x"]}]}]}}}},
+                {"nodeSelector": {"a": 5}}]):
+            body = daemon_set(name=f"bad{i}")
+            body["spec"]["template"]["spec"].update(extra)
+            self.h.call("POST", DS, body, 201)
+            status = self.ds(f"bad{i}")["status"]
+            self.assertEqual((status["desiredNumberScheduled"], status["observedGeneration"]),
+                             (0, 1))
+        self.assertEqual(self.h.pods(), [])

@@ -4,7 +4,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.statefulset import StatefulSetController
-from tests.controllers.workloadsupport import PODS, WorkloadHarness
+from tests.controllers.workloadsupport import EVENTS, PODS, WorkloadHarness
 
 STS = "/apis/apps/v1/namespaces/default/statefulsets"
 REVISIONS = "/apis/apps/v1/namespaces/default/controllerrevisions"
@@ -257,3 +257,21 @@ class StatefulSetTests(SynchronousTestCase):
         """spec.ordinals.start numbers the pods from there."""
         self.create(replicas=2, podManagementPolicy="Parallel", ordinals={"start": 5})
         self.assertEqual(self.h.pod_names(), ["web-5", "web-6"])
+
+    def test_refused_pod_is_an_event(self):
+        """A pod the API refuses (a name too long for its labels) gives FailedCreate and a retry."""
+        body = stateful_set(name="s" * 60, replicas=1)
+        self.create(replicas=0)
+        self.h.call("POST", STS, body, 201)
+        failed = [m for r, m in self.h.events("StatefulSet") if r == "FailedCreate"]
+        self.assertEqual(len(failed), 1)
+        self.assertTrue(failed[0].startswith(f"create Pod {'s' * 60}-0 in StatefulSet "
+                                             f"{'s' * 60} failed error: "), failed[0])
+        before = self.failed_creates()
+        self.h.clock.advance(5)
+        self.assertGreater(self.failed_creates(), before)
+
+    def failed_creates(self):
+        self.h.clock.advance(0)
+        return sum(e.get("count") or 1 for e in self.h.get(EVENTS)["items"]
+                   if e["reason"] == "FailedCreate")

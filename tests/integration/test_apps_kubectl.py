@@ -53,7 +53,7 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
     async def test_daemonset_rollout(self):
-        """A DaemonSet runs one pod per node, cordoned too; rollout status, history and undo work."""
+        """A DaemonSet runs one pod per node, cordoned too; rollout status, history, undo work."""
         for _ in range(200):    # the node agent and three simulated nodes register
             nodes = (await self.get_json("nodes"))["items"]
             if len(nodes) == 4:
