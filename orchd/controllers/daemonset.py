@@ -113,6 +113,7 @@ class DaemonSetController(CacheSyncedController):
         self._orphans = defaultdict(set)
         self._by_uid = {}
         self._failed_pods = {}
+        self._hashes = {}
         self._revisions = RevisionIndex()
         self._owners = self.follow("apps", "daemonsets", self._owner_changed)
         self._nodes = self.follow("", "nodes", self._node_changed, keep=keep_node)
@@ -127,6 +128,7 @@ class DaemonSetController(CacheSyncedController):
         key = f"{meta.get('namespace', '')}/{meta['name']}"
         if type == DELETED:
             self._by_uid.pop(meta.get("uid"), None)
+            self._hashes.pop(meta.get("uid"), None)
         else:
             self._by_uid[meta.get("uid")] = key
         self.enqueue(key)
@@ -236,7 +238,10 @@ class DaemonSetController(CacheSyncedController):
         by_node = defaultdict(list)
         for pod in pods:
             by_node[pod["spec"].get("nodeName") or ""].append(pod)
-        nodes = sorted(self._nodes.cache.values(), key=lambda n: n["metadata"]["name"])
+        # Each node's (name, should run, should continue running), worked out once a sync.
+        spec = template_spec(owner)
+        nodes = [(node["metadata"]["name"], *should_run(spec, node)) for node in
+                 sorted(self._nodes.cache.values(), key=lambda n: n["metadata"]["name"])]
         error = None
         if self.expectations.satisfied(key):
             error = await self._manage(key, owner, nodes, by_node, hash)
@@ -268,7 +273,7 @@ class DaemonSetController(CacheSyncedController):
         data = revision_data(template)
         status = owner.get("status") or {}
         collisions = status.get("collisionCount")
-        hash = compute_hash(template, collisions)
+        hash = self._hash(owner, template, collisions)
         current = [r for r in revisions if equal_data(r, data)]
         old = [r for r in revisions if not equal_data(r, data)]
         for revision in current + old:
@@ -296,6 +301,15 @@ class DaemonSetController(CacheSyncedController):
         if number(keep) < latest:
             keep = await self._history.renumber(keep, latest)
         return keep, old
+
+    def _hash(self, owner, template, collisions):
+        """The template's hash, computed again only when the generation or collisions change."""
+        meta = owner["metadata"]
+        seen = (meta["uid"], meta.get("generation"), collisions)
+        cached = self._hashes.get(meta["uid"])
+        if cached is None or cached[0] != seen:
+            cached = self._hashes[meta["uid"]] = (seen, compute_hash(template, collisions))
+        return cached[1]
 
     async def _bump_collisions(self, owner):
         meta = owner["metadata"]
@@ -331,14 +345,11 @@ class DaemonSetController(CacheSyncedController):
 
     async def _manage(self, key, owner, nodes, by_node, hash):
         """Create and delete pods so that each node has what it should (upstream's C{manage})."""
-        spec = template_spec(owner)
         surge = allows_surge(owner)
         min_ready = min_ready_seconds(owner)
         now = self._clock.seconds()
         create, delete = [], []
-        for node in nodes:
-            name = node["metadata"]["name"]
-            run, keep_running = should_run(spec, node)
+        for name, run, keep_running in nodes:
             pods = by_node.get(name, [])
             if run and not pods:
                 create.append(name)
@@ -384,8 +395,7 @@ class DaemonSetController(CacheSyncedController):
 
     async def _rolling_update(self, key, owner, nodes, by_node, hash):
         """Replace old pods within the RollingUpdate bounds (upstream's C{rollingUpdate})."""
-        spec = template_spec(owner)
-        eligible = [n["metadata"]["name"] for n in nodes if should_run(spec, n)[0]]
+        eligible = [name for name, run, _ in nodes if run]
         surge, unavailable = rolling_bounds(owner, len(eligible))
         to_delete, to_create = replacements(
             [by_node.get(name, []) for name in eligible], eligible, hash, surge, unavailable,

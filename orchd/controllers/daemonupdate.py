@@ -14,7 +14,6 @@ is available.
 
 from functools import cmp_to_key
 
-from orchd.controllers.daemonnodes import should_run
 from orchd.controllers.deploymentutil import scaled_value
 from orchd.controllers.history import REVISION_LABEL
 from orchd.controllers.podstate import FAILED, RUNNING, is_available, is_ready, parse_time
@@ -147,13 +146,14 @@ def replacements(per_node, names, hash, surge, unavailable, min_ready, now):
 
 
 def daemon_status(owner, nodes, by_node, hash, now):
-    """The DaemonSet's status counts (upstream's C{updateDaemonSetStatus})."""
-    spec = ((owner.get("spec") or {}).get("template") or {}).get("spec") or {}
+    """
+    The DaemonSet's status counts (upstream's C{updateDaemonSetStatus});
+    C{nodes} are C{(name, should run, should continue running)}.
+    """
     min_ready = min_ready_seconds(owner)
     desired = scheduled = misscheduled = ready = updated = available = 0
-    for node in nodes:
-        run, _ = should_run(spec, node)
-        pods = oldest_first(by_node.get(node["metadata"]["name"], []))
+    for name, run, _ in nodes:
+        pods = oldest_first(by_node.get(name, []))
         if run:
             desired += 1
             if pods:

@@ -299,8 +299,8 @@ class StatefulSetController(CacheSyncedController):
                 else:
                     replicas[i] = new_pod(owner, update_template, ordinal,
                                           update["metadata"]["name"])
-        unhealthy = next((p for p in replicas + condemned
-                          if is_created(p) and not is_healthy(p)), None)
+        # The first unhealthy pod by ordinal: a monotonic set may delete it though unhealthy.
+        unhealthy = next((p for p in replicas + condemned[::-1] if not is_healthy(p)), None)
         monotonic = not is_parallel(owner)
         now = self._clock.seconds()
         work = []
@@ -317,7 +317,7 @@ class StatefulSetController(CacheSyncedController):
                 if monotonic:
                     raise _Exit()
                 continue
-            if monotonic and pod is not unhealthy and unhealthy is not None:
+            if monotonic and pod is not unhealthy and not self._available(owner, pod, now):
                 raise _Exit()
             step = self._delete_condemned(owner, pod)
             if monotonic:
@@ -371,6 +371,15 @@ class StatefulSetController(CacheSyncedController):
             if since is None or not since + seconds < now:
                 self.enqueue(self._key(owner), after=max((since or now) + seconds - now, 0) + 1)
                 raise _Exit()
+
+    @staticmethod
+    def _available(owner, pod, now):
+        """Running, ready and available (upstream's C{isRunningAndAvailable})."""
+        if not running_and_ready(pod):
+            return False
+        seconds = min_ready(owner)
+        since = ready_since(pod)
+        return not seconds or (since is not None and since + seconds < now)
 
     @staticmethod
     def _key(owner):

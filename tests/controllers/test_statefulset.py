@@ -275,3 +275,15 @@ class StatefulSetTests(SynchronousTestCase):
         self.h.clock.advance(0)
         return sum(e.get("count") or 1 for e in self.h.get(EVENTS)["items"]
                    if e["reason"] == "FailedCreate")
+
+    def test_scale_down_past_an_unhealthy_pod(self):
+        """Scaling down deletes healthy pods above the first unhealthy one, then that one."""
+        self.create()
+        self.settle()
+        self.h.set_pod_status("web-1", ready=False)
+        self.h.patch(f"{STS}/web", {"spec": {"replicas": 0}})
+        self.assertEqual(self.h.pod_names(), ["web-0", "web-1"])
+        self.h.finish_deletions()
+        self.assertEqual(self.h.pod_names(), ["web-0"])
+        self.h.finish_deletions()
+        self.assertEqual(self.h.pod_names(), [])
