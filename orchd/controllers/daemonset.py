@@ -231,7 +231,12 @@ class DaemonSetController(CacheSyncedController):
         if errors:
             self._retry(key, errors[0])
             return
-        current, old = await self._construct_history(owner, revisions)
+        try:
+            current, old = await self._construct_history(owner, revisions)
+        except StatusError as e:
+            # A refused revision write (a namespace going away, a conflict) is retried.
+            self._retry(key, e)
+            return
         if current is None:
             return
         hash = current["metadata"]["labels"][REVISION_LABEL]

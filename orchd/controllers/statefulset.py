@@ -207,7 +207,12 @@ class StatefulSetController(CacheSyncedController):
             self._retry(key, errors[0])
             return
         revisions = sort_revisions(revisions)
-        current, update, collisions = await self._revisions_of(owner, revisions)
+        try:
+            current, update, collisions = await self._revisions_of(owner, revisions)
+        except StatusError as e:
+            # A refused revision write (a namespace going away, a conflict) is retried.
+            self._retry(key, e)
+            return
         error = None
         if not meta.get("deletionTimestamp"):
             try:
@@ -223,8 +228,6 @@ class StatefulSetController(CacheSyncedController):
         if not meta.get("deletionTimestamp"):
             await self._truncate_history(owner, pods, revisions, status)
         if error is not None:
-            if error.code == 409 or namespace_terminating(error):
-                self.log.info("StatefulSet {key} waits: {error}", key=key, error=error.message)
             self._retry(key, error)
             return
         self._backoff.succeeded(key)
