@@ -279,15 +279,17 @@ class DaemonSetController(CacheSyncedController):
         status = owner.get("status") or {}
         collisions = status.get("collisionCount")
         hash = self._hash(owner, template, collisions)
-        current = [r for r in revisions if equal_data(r, data)]
-        old = [r for r in revisions if not equal_data(r, data)]
-        for revision in current + old:
+        current, old = [], []
+        for revision in revisions:
+            same = equal_data(revision, data)
             labels = revision["metadata"].get("labels") or {}
             if REVISION_LABEL not in labels:
-                wanted = hash if revision in current else revision["metadata"]["name"].rsplit(
-                    "-", 1)[-1]
+                # An adopted revision without the label gets it (a copy: the cache stays as is).
+                wanted = hash if same else revision["metadata"]["name"].rsplit("-", 1)[-1]
                 await self._history.relabel(revision, {REVISION_LABEL: wanted})
-                revision["metadata"].setdefault("labels", {})[REVISION_LABEL] = wanted
+                revision = dict(revision, metadata=dict(
+                    revision["metadata"], labels=dict(labels, **{REVISION_LABEL: wanted})))
+            (current if same else old).append(revision)
         latest = next_number(old)
         if not current:
             revision = new_revision(owner, API_VERSION, KIND, template, latest, hash,

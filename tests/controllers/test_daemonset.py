@@ -376,3 +376,20 @@ class DaemonSetTests(SynchronousTestCase):
             self.assertEqual((status["desiredNumberScheduled"], status["observedGeneration"]),
                              (0, 1))
         self.assertEqual(self.h.pods(), [])
+
+    def test_adopts_orphan_revisions(self):
+        """A matching orphan revision is adopted, labelled with its hash, and numbered below the current."""
+        self.add_node("n1")
+        self.h.call("POST", REVISIONS, {
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "agent-old", "labels": {"app": "agent"}},
+            "data": {"spec": {"template": {"$patch": "replace", "metadata": {
+                "labels": {"app": "agent"}}, "spec": {"containers": [
+                    {"name": "c", "image": "agent:0"}]}}}},
+            "revision": 5}, 201)
+        ds = self.create()
+        old, current = self.revisions()
+        self.assertEqual((old["metadata"]["name"], old["revision"], current["revision"]),
+                         ("agent-old", 5, 6))
+        self.assertEqual(old["metadata"]["labels"][REVISION_LABEL], "old")
+        self.assertEqual(old["metadata"]["ownerReferences"][0]["uid"], ds["metadata"]["uid"])
