@@ -56,6 +56,8 @@ from orchd.registry.context import RequestContext
 from orchd.storage.interfaces import DELETED
 
 COMPONENT = "statefulset-controller"
+#: Names tried per sync for a new revision before giving up until the next one.
+MAX_COLLISIONS = 10
 _STATUS_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "currentReplicas",
                   "updatedReplicas", "currentRevision", "updateRevision", "collisionCount",
                   "observedGeneration")
@@ -253,7 +255,7 @@ class StatefulSetController(CacheSyncedController):
         elif equal:
             update = await self._history.renumber(equal[-1], latest)
         else:
-            while True:
+            for attempt in range(MAX_COLLISIONS):
                 hash = hash_revision(data, collisions)
                 made = new_revision(owner, API_VERSION, KIND, template, latest, hash,
                                     {HASH_LABEL: hash})
@@ -261,7 +263,7 @@ class StatefulSetController(CacheSyncedController):
                     update = await self._history.create(made)
                     break
                 except StatusError as e:
-                    if e.code != 409:
+                    if e.code != 409 or attempt == MAX_COLLISIONS - 1:
                         raise
                     collisions += 1
         current = next((r for r in revisions if r["metadata"]["name"] ==
@@ -506,7 +508,10 @@ class StatefulSetController(CacheSyncedController):
             if current["metadata"].get("uid") != uid:
                 raise StatusError.not_found("statefulsets", "apps", meta["name"])
             new = dict(current.get("status") or {})
+            stored_collisions = new.get("collisionCount") or 0
             new.update({f: status[f] for f in _STATUS_FIELDS})
+            # A count raised by a sync whose write the cache has not shown yet stays.
+            new["collisionCount"] = max(status["collisionCount"], stored_collisions)
             current["status"] = new
             current["metadata"].pop("resourceVersion", None)
             return current

@@ -287,3 +287,17 @@ class StatefulSetTests(SynchronousTestCase):
         self.assertEqual(self.h.pod_names(), ["web-0"])
         self.h.finish_deletions()
         self.assertEqual(self.h.pod_names(), [])
+
+    def test_name_collision(self):
+        """A revision name taken by other data makes a new name and counts the collision."""
+        self.create(replicas=0)
+        taken = self.revisions()[0]["metadata"]["name"]
+        self.h.call("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}}, 201)
+        other = "/apis/apps/v1/namespaces/other"
+        self.h.call("POST", f"{other}/controllerrevisions", {
+            "metadata": {"name": taken}, "data": {"unrelated": True}, "revision": 1}, 201)
+        self.h.call("POST", f"{other}/statefulsets", stateful_set(replicas=0), 201)
+        status = self.h.get(f"{other}/statefulsets/web")["status"]
+        self.assertEqual(status["collisionCount"], 1)
+        self.assertNotEqual(status["updateRevision"], taken)
+        self.assertIsNotNone(self.h.get(f"{other}/controllerrevisions/{status['updateRevision']}"))
