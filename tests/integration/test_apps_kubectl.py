@@ -85,6 +85,11 @@ class AppsKubectlTests(KubectlMixin, TestCase):
         _, out, _ = await self.kubectl("get", "daemonset", "agent", "--no-headers")
         count = str(len(nodes))
         self.assertEqual(out.split()[1:6], [count] * 5)
+        _, out, _ = await self.kubectl("rollout", "restart", "daemonset/agent")
+        self.assertIn("restarted", out)
+        await self.rollout_status("daemonset/agent")
+        _, out, _ = await self.kubectl("rollout", "history", "daemonset/agent")
+        self.assertEqual(history_rows(out), ["2", "3", "4"])
 
     async def test_statefulset_rollout_and_scale(self):
         """A StatefulSet comes up in order; scale, rollout status, history and undo work."""
