@@ -44,13 +44,13 @@ from orchd.controllers.history import (
     new_revision, next_number, revision_data, sort_revisions, stale_revisions, template_of,
 )
 from orchd.controllers.podcontrol import namespace_terminating
-from orchd.controllers.podstate import controller_ref, keep_pod, ready_since
+from orchd.controllers.podstate import PENDING, controller_ref, keep_pod, ready_since
 from orchd.controllers.retry import Backoff
 from orchd.controllers.statefulsetpods import (
-    API_VERSION, KIND, claim_name, claim_owners, claim_templates, compute_status, in_range,
-    is_created, is_finished, is_healthy, is_member, is_parallel, is_terminating, min_ready,
-    new_claim, new_pod, parent_and_ordinal, partition, replicas_of, revision_of,
-    running_and_ready, start_ordinal, update_type, with_claim_owners,
+    API_VERSION, KIND, claim_name, claim_owners, claim_templates, compute_status,
+    identity_labels, in_range, is_created, is_finished, is_healthy, is_member, is_parallel,
+    is_terminating, min_ready, new_claim, new_pod, parent_and_ordinal, partition, phase,
+    replicas_of, revision_of, running_and_ready, start_ordinal, update_type, with_claim_owners,
 )
 from orchd.registry.context import RequestContext
 from orchd.storage.interfaces import DELETED
@@ -365,17 +365,42 @@ class StatefulSetController(CacheSyncedController):
             await self._create_claims(owner, pod)
             await self._create_pod(owner, pod)
             raise _Exit()
-        await self._update_claim_owners(owner, pod)
-        if not monotonic:
-            return
-        if is_terminating(pod) or not running_and_ready(pod):
-            raise _Exit()
-        seconds = min_ready(owner)
-        if seconds:
+        if phase(pod) == PENDING and not is_terminating(pod):
+            await self._create_claims(owner, pod)     # claims deleted under a waiting pod
+        if monotonic:
+            if is_terminating(pod) or not running_and_ready(pod):
+                raise _Exit()
+            seconds = min_ready(owner)
             since = ready_since(pod)
-            if since is None or not since + seconds < now:
+            if seconds and (since is None or not since + seconds < now):
                 self.enqueue(self._key(owner), after=max((since or now) + seconds - now, 0) + 1)
                 raise _Exit()
+        await self._update_claim_owners(owner, pod)
+        if not is_terminating(pod):
+            await self._restore_identity(owner, pod)
+
+    async def _restore_identity(self, owner, pod):
+        """Put back the identity labels a user removed or changed (upstream's C{updateIdentity})."""
+        meta = pod["metadata"]
+        wanted = identity_labels(pod)
+        labels = meta.get("labels") or {}
+        if all(labels.get(k) == v for k, v in wanted.items()):
+            return
+        uid = meta.get("uid")
+
+        def change(current):
+            if current["metadata"].get("uid") != uid:
+                raise StatusError.conflict("pods", "", meta["name"], "the pod was replaced")
+            current["metadata"].setdefault("labels", {}).update(wanted)
+            current["metadata"].pop("resourceVersion", None)
+            return current
+
+        try:
+            await self._pods_provider.patch(
+                self._context(meta.get("namespace", "")), meta["name"], change)
+        except StatusError as e:
+            if e.code != 404:
+                raise
 
     @staticmethod
     def _available(owner, pod, now):

@@ -122,6 +122,12 @@ def is_healthy(pod):
     return running_and_ready(pod) and not is_terminating(pod)
 
 
+def identity_labels(pod):
+    """The labels naming a pod's place in its set: its name and its ordinal."""
+    name = pod["metadata"]["name"]
+    return {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(parent_and_ordinal(pod)[1])}
+
+
 def new_pod(sts, template, ordinal, revision):
     """
     The pod of C{ordinal} made from C{template} (the template of the

@@ -301,3 +301,20 @@ class StatefulSetTests(SynchronousTestCase):
         self.assertEqual(status["collisionCount"], 1)
         self.assertNotEqual(status["updateRevision"], taken)
         self.assertIsNotNone(self.h.get(f"{other}/controllerrevisions/{status['updateRevision']}"))
+
+    def test_identity_restored(self):
+        """A pod-name or pod-index label changed by a user is put back."""
+        self.create(replicas=1)
+        self.settle()
+        self.h.patch(f"{PODS}/web-0", {"metadata": {"labels": {
+            "statefulset.orch.io/pod-name": None, "apps.orch.io/pod-index": "7"}}})
+        labels = self.h.get(f"{PODS}/web-0")["metadata"]["labels"]
+        self.assertEqual((labels["statefulset.orch.io/pod-name"], labels["apps.orch.io/pod-index"]),
+                         ("web-0", "0"))
+
+    def test_missing_claim_of_a_pending_pod_is_made_again(self):
+        """A claim deleted while its pod waits to start is made again."""
+        self.create(replicas=1, claims=True)
+        self.h.call("DELETE", f"{CLAIMS}/www-web-0")
+        self.h.patch(f"{STS}/web", {"metadata": {"labels": {"poke": "1"}}})
+        self.assertIsNotNone(self.h.get(f"{CLAIMS}/www-web-0"))
