@@ -250,7 +250,8 @@ class DaemonSetController(CacheSyncedController):
         error = None
         if self.expectations.satisfied(key):
             error = await self._manage(key, owner, nodes, by_node, hash)
-            if error is None and is_rolling(owner):
+            # As upstream, an update step waits until what manage wrote has been seen.
+            if error is None and is_rolling(owner) and self.expectations.satisfied(key):
                 error = await self._rolling_update(key, owner, nodes, by_node, hash)
             if error is None:
                 await self._cleanup_history(owner, pods, old)
