@@ -3,9 +3,10 @@ Workloads: how fast the scheduler places pods, and how long a large
 Deployment takes to become available, on one orchd with simulated nodes.
 
 - scheduling: durable pod creates per second (hload.js, pods that no
-  scheduler takes), then --pods pending pods created at once onto --sim-nodes
-  simulated nodes: pods bound per second from the first create to the last
-  binding, and its ratio to the create rate of the same run (target >= 0.5);
+  scheduler takes); then --pods pods created while the --sim-nodes simulated
+  nodes are cordoned (pending, each tried once), and the nodes uncordoned:
+  pods bound per second from the uncordoning to the last binding, and its
+  ratio to the create rate of the same run (target >= 0.5);
 - deployment: a Deployment of --replicas replicas from create to its
   Available condition with every replica available: seconds, and orchd's CPU
   as a share of one core over that time; --rounds rounds, median.
@@ -26,9 +27,9 @@ PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
 
 
-def pod(name, scheduler="default-scheduler"):
+def pod(name, scheduler="default-scheduler", group="held"):
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "bench"}},
+            "metadata": {"name": name, "labels": {"app": "bench", "group": group}},
             "spec": {"schedulerName": scheduler,
                      "containers": [{"name": "c", "image": "registry.example/bench:1",
                                      "resources": {"requests": {"cpu": "10m",
@@ -51,6 +52,7 @@ class BoundCounter:
     def __init__(self, orchd, prefix, resource_version):
         self.prefix = prefix
         self.bound = set()
+        self.times = []
         self.last = None
         self.done = threading.Event()
         self._conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context,
@@ -69,6 +71,7 @@ class BoundCounter:
                 if name not in self.bound:
                     self.bound.add(name)
                     self.last = time.monotonic()
+                    self.times.append(self.last)
                     if self.target is not None and len(self.bound) >= self.target:
                         self.done.set()
                         return
@@ -82,24 +85,87 @@ def list_revision(orchd):
     return json.loads(data)["metadata"]["resourceVersion"]
 
 
+def set_unschedulable(orchd, names, value, threads=16):
+    """Cordon (C{value} True) or uncordon every node of C{names}, C{threads} at a time."""
+    names = list(names)
+
+    def worker(start):
+        conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
+        for name in names[start::threads]:
+            conn.request("PATCH", f"/api/v1/nodes/{name}",
+                         json.dumps({"spec": {"unschedulable": value}}),
+                         {"content-type": "application/merge-patch+json"})
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise SystemExit(f"cordoning {name} failed: {response.status}")
+        conn.close()
+
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def node_names(orchd):
+    status, data = orchd.request("GET", "/api/v1/nodes")
+    return [node["metadata"]["name"] for node in json.loads(data)["items"]]
+
+
+def wait_tried(orchd, prefix, count, timeout=300):
+    """Until C{count} pods of C{prefix} carry the scheduler's PodScheduled=False."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", f"{PODS}?labelSelector=group%3D{prefix}")
+        tried = sum(1 for item in json.loads(data)["items"]
+                    if any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                            and c.get("reason") == "Unschedulable"
+                            for c in (item.get("status") or {}).get("conditions") or ()))
+        if tried >= count:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"the scheduler did not try all {count} pending pods")
+
+
+def settle(orchd, share=0.1, timeout=120):
+    """Until orchd's CPU over a second is under C{share} of a core (the last round's pods
+    finished starting), so that rounds do not overlap."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(orchd.process.pid)
+        time.sleep(1)
+        if cpu_seconds(orchd.process.pid) - before < share:
+            return
+
+
 def scheduling_round(orchd, args, workdir, round_number):
+    settle(orchd)
     body_path = os.path.join(workdir, "held-pod.json")
     with open(body_path, "w") as f:
         json.dump(pod("held", scheduler="bench-nobody"), f)
     creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
                     gen_name=True)
-    prefix = f"s{round_number}-"
+    # The pods are pending before the clock starts: created onto cordoned
+    # nodes, tried once by the scheduler, then all nodes are opened at once.
+    nodes = node_names(orchd)
+    set_unschedulable(orchd, nodes, True)
+    prefix = f"s{round_number}"
+    post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}", group=prefix)) for i in range(args.pods)),
+             threads=16)
+    wait_tried(orchd, prefix, args.pods)
+    time.sleep(1.5)                 # past the first failure's backoff (1 s)
     counter = BoundCounter(orchd, prefix, list_revision(orchd))
     counter.target = args.pods
     started = time.monotonic()
-    post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}")) for i in range(args.pods)), threads=16)
-    created = time.monotonic()
+    set_unschedulable(orchd, nodes, False)
+    opened = time.monotonic()
     if not counter.done.wait(600):
         raise SystemExit(f"only {len(counter.bound)} of {args.pods} pods were bound")
     counter.close()
     binds = args.pods / (counter.last - started)
     return {"creates_per_s": creates["rps"], "binds_per_s": binds,
-            "ratio": binds / creates["rps"], "create_secs": created - started,
+            "ratio": binds / creates["rps"], "open_secs": opened - started,
             "bind_secs": counter.last - started}
 
 
@@ -119,6 +185,7 @@ def wait_available(orchd, name, replicas, timeout=900):
 
 
 def deployment_round(orchd, args, round_number):
+    settle(orchd)
     name = f"bench-{round_number}"
     cpu_before = cpu_seconds(orchd.process.pid)
     started = time.monotonic()

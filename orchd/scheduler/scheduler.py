@@ -23,6 +23,8 @@ Nodes added or changed (in what the scheduler reads), and pods that leave
 a node (deleted or finished), send the unschedulable pods back to be tried.
 """
 
+import time
+
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
@@ -48,8 +50,12 @@ from orchd.storage.interfaces import DELETED
 
 #: Bindings written at once; past it, deciding waits for one to finish.
 MAX_IN_FLIGHT = 256
-#: Decisions per reactor turn before the reactor serves anything else.
-PER_TURN = 16
+#: Most decisions per reactor turn before the reactor serves anything else.
+PER_TURN = 128
+#: Most seconds of deciding per reactor turn: a turn of the reactor may carry
+#: many requests' work (a hundred simulated nodes' status writes), and the
+#: scheduler gets its share of the turn, not one decision's worth.
+TURN_SECONDS = 0.015
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
@@ -80,11 +86,13 @@ class Scheduler(Service):
 
     def __init__(self, catalog, clock, binder=None, recorder=None, framework=None,
                  scheduler_name=DEFAULT_SCHEDULER, max_in_flight=MAX_IN_FLIGHT,
-                 per_turn=PER_TURN):
+                 per_turn=PER_TURN, turn_seconds=TURN_SECONDS, timer=time.perf_counter):
         self._clock = clock
         self._scheduler_name = scheduler_name
         self._max_in_flight = max_in_flight
         self._per_turn = per_turn
+        self._turn_seconds = turn_seconds
+        self._timer = timer
         self._binder = binder or DefaultBinder(catalog)
         self._recorder = recorder or EventRecorder(catalog, clock, DEFAULT_SCHEDULER)
         self.framework = framework or default_framework()
@@ -183,6 +191,7 @@ class Scheduler(Service):
 
     def _decide(self):
         self._turn = None
+        ends = self._timer() + self._turn_seconds
         for _ in range(self._per_turn):
             if self._in_flight >= self._max_in_flight or not self.running:
                 return              # a finished binding wakes the loop
@@ -190,6 +199,8 @@ class Scheduler(Service):
             if item is None:
                 return
             self._schedule_one(*item)
+            if self._timer() >= ends:
+                break
         if self.queue.has_active():
             self._wake()
 
