@@ -9,7 +9,14 @@ Deployment takes to become available, on one orchd with simulated nodes.
   ratio to the create rate of the same run (target >= 0.5);
 - deployment: a Deployment of --replicas replicas from create to its
   Available condition with every replica available: seconds, and orchd's CPU
-  as a share of one core over that time; --rounds rounds, median.
+  as a share of one core over that time; --rounds rounds, median;
+- daemonset: a DaemonSet from create to one available pod on every node
+  (the simulated ones and the local one), then a rolling update of its
+  image (default maxUnavailable 1) to every pod updated and available:
+  seconds of each, --rounds rounds, median;
+- jobs: durable pod creates per second (as in scheduling), then --jobs Jobs
+  of one pod each created at once: Jobs completed per second from the first
+  create to the last Complete condition, and its ratio to the create rate.
 """
 
 import http.client
@@ -25,6 +32,8 @@ from common import Orchd, cpu_seconds, hload, post_all
 NAMESPACE = "bench-workloads"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+DAEMONSETS = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets"
+JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
 
 
 def pod(name, scheduler="default-scheduler", group="held"):
@@ -46,38 +55,49 @@ def deployment(name, replicas):
                                       "resources": {"requests": {"cpu": "10m"}}}]}}}}
 
 
-class BoundCounter:
-    """A pods watch in a thread: counts pods of this run's prefix that get a node."""
+class WatchCounter:
+    """
+    A watch of C{collection} in a thread: counts the objects of this run's
+    C{prefix} for which C{counts(obj)} holds, and when the last one did.
+    """
 
-    def __init__(self, orchd, prefix, resource_version):
+    def __init__(self, orchd, collection, prefix, resource_version, counts):
         self.prefix = prefix
-        self.bound = set()
+        self.counts = counts
+        self.seen = set()
         self.times = []
         self.last = None
+        self.target = None
         self.done = threading.Event()
         self._conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context,
                                                  timeout=600)
-        self._conn.request("GET", f"{PODS}?watch=true&resourceVersion={resource_version}")
+        self._conn.request("GET", f"{collection}?watch=true&resourceVersion={resource_version}")
         self._response = self._conn.getresponse()
-        self.target = None
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self._response:
-            event = json.loads(line)
-            obj = event.get("object") or {}
+            obj = json.loads(line).get("object") or {}
             name = (obj.get("metadata") or {}).get("name", "")
-            if name.startswith(self.prefix) and (obj.get("spec") or {}).get("nodeName"):
-                if name not in self.bound:
-                    self.bound.add(name)
-                    self.last = time.monotonic()
-                    self.times.append(self.last)
-                    if self.target is not None and len(self.bound) >= self.target:
-                        self.done.set()
-                        return
+            if name.startswith(self.prefix) and name not in self.seen and self.counts(obj):
+                self.seen.add(name)
+                self.last = time.monotonic()
+                self.times.append(self.last)
+                if self.target is not None and len(self.seen) >= self.target:
+                    self.done.set()
+                    return
 
     def close(self):
         self._conn.close()
+
+
+def bound(pod_object):
+    return bool((pod_object.get("spec") or {}).get("nodeName"))
+
+
+def complete(job_object):
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (job_object.get("status") or {}).get("conditions") or ())
 
 
 def list_revision(orchd):
@@ -155,13 +175,13 @@ def scheduling_round(orchd, args, workdir, round_number):
              threads=16)
     wait_tried(orchd, prefix, args.pods)
     time.sleep(1.5)                 # past the first failure's backoff (1 s)
-    counter = BoundCounter(orchd, prefix, list_revision(orchd))
+    counter = WatchCounter(orchd, PODS, prefix, list_revision(orchd), bound)
     counter.target = args.pods
     started = time.monotonic()
     set_unschedulable(orchd, nodes, False)
     opened = time.monotonic()
     if not counter.done.wait(600):
-        raise SystemExit(f"only {len(counter.bound)} of {args.pods} pods were bound")
+        raise SystemExit(f"only {len(counter.seen)} of {args.pods} pods were bound")
     counter.close()
     binds = args.pods / (counter.last - started)
     return {"creates_per_s": creates["rps"], "binds_per_s": binds,
@@ -210,6 +230,89 @@ def wait_gone(orchd, name, timeout=600):
     raise SystemExit(f"the pods of {name} were not deleted in {timeout}s")
 
 
+def daemonset(name, image):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{
+                                      "name": "c", "image": image,
+                                      "resources": {"requests": {"cpu": "10m"}}}]}}}}
+
+
+def wait_rolled_out(orchd, name, timeout=900):
+    """Until DaemonSet C{name} has every desired pod updated and available; then the time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", f"{DAEMONSETS}/{name}")
+        obj = json.loads(data)
+        state = obj.get("status") or {}
+        desired = state.get("desiredNumberScheduled")
+        if (desired and state.get("observedGeneration") == obj["metadata"]["generation"]
+                and state.get("updatedNumberScheduled") == desired
+                and state.get("numberAvailable") == desired
+                and not state.get("numberUnavailable")):
+            return time.monotonic()
+        time.sleep(0.2)
+    raise SystemExit(f"daemonset {name} did not roll out in {timeout}s")
+
+
+def daemonset_round(orchd, args, round_number):
+    settle(orchd)
+    name = f"bench-ds-{round_number}"
+    started = time.monotonic()
+    status, data = orchd.request("POST", DAEMONSETS, daemonset(name, "registry.example/bench:1"))
+    if status != 201:
+        raise SystemExit(f"daemonset create failed: {status} {data[:200]!r}")
+    created = wait_rolled_out(orchd, name) - started
+    started = time.monotonic()
+    conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
+    conn.request("PATCH", f"{DAEMONSETS}/{name}",
+                 json.dumps({"spec": {"template": {"spec": {"containers": [
+                     {"name": "c", "image": "registry.example/bench:2"}]}}}}),
+                 {"content-type": "application/strategic-merge-patch+json"})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    if response.status != 200:
+        raise SystemExit(f"daemonset update failed: {response.status}")
+    updated = wait_rolled_out(orchd, name) - started
+    orchd.request("DELETE", f"{DAEMONSETS}/{name}?propagationPolicy=Foreground")
+    wait_gone(orchd, name)
+    return {"rollout_secs": created, "update_secs": updated}
+
+
+def job(name):
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"metadata": {"labels": {"group": "jobs"}},
+                                  "spec": {"restartPolicy": "Never", "containers": [{
+                                      "name": "c", "image": "registry.example/bench:1",
+                                      "resources": {"requests": {"cpu": "10m"}}}]}}}}
+
+
+def jobs_round(orchd, args, workdir, round_number):
+    settle(orchd)
+    body_path = os.path.join(workdir, "held-pod.json")
+    with open(body_path, "w") as f:
+        json.dump(pod("held", scheduler="bench-nobody"), f)
+    creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
+                    gen_name=True)
+    settle(orchd)
+    prefix = f"j{round_number}-"
+    status, data = orchd.request("GET", JOBS + "?limit=1")
+    counter = WatchCounter(orchd, JOBS, prefix, json.loads(data)["metadata"]["resourceVersion"],
+                           complete)
+    counter.target = args.jobs
+    started = time.monotonic()
+    post_all(orchd, ((JOBS, job(f"{prefix}{i:05d}")) for i in range(args.jobs)), threads=16)
+    if not counter.done.wait(900):
+        raise SystemExit(f"only {len(counter.seen)} of {args.jobs} jobs completed")
+    counter.close()
+    completed = args.jobs / (counter.last - started)
+    return {"creates_per_s": creates["rps"], "jobs_per_s": completed,
+            "ratio": completed / creates["rps"], "secs": counter.last - started}
+
+
 def workload_cases(workdir, args, report, selected):
     """The scheduling and deployment cases on one orchd with --sim-nodes simulated nodes."""
     print(f"workloads: one orchd with {args.sim_nodes} simulated nodes", file=sys.stderr)
@@ -229,6 +332,18 @@ def workload_cases(workdir, args, report, selected):
                 print(f"deployment {round_number + 1}/{args.rounds}", file=sys.stderr)
                 runs.append(deployment_round(orchd, args, round_number))
             report["deployment"] = runs
+        if "daemonset" in selected:
+            runs = []
+            for round_number in range(args.rounds):
+                print(f"daemonset {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(daemonset_round(orchd, args, round_number))
+            report["daemonset"] = runs
+        if "jobs" in selected:
+            runs = []
+            for round_number in range(args.rounds):
+                print(f"jobs {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(jobs_round(orchd, args, workdir, round_number))
+            report["jobs"] = runs
     finally:
         orchd.stop()
 
@@ -262,3 +377,18 @@ def print_workloads(report):
         print(f"deployment to Available ({len(runs)} rounds, medians): {seconds:.1f} s, "
               f"orchd CPU {share:.0%} of a core "
               f"(rounds {', '.join(format(run['seconds'], '.1f') for run in runs)} s)")
+    runs = report.get("daemonset")
+    if runs:
+        rollout = statistics.median(run["rollout_secs"] for run in runs)
+        update = statistics.median(run["update_secs"] for run in runs)
+        print(f"daemonset ({len(runs)} rounds, medians): rolled out {rollout:.1f} s, "
+              f"rolling update {update:.1f} s (rounds "
+              f"{', '.join(format(run['rollout_secs'], '.1f') for run in runs)} / "
+              f"{', '.join(format(run['update_secs'], '.1f') for run in runs)} s)")
+    runs = report.get("jobs")
+    if runs:
+        med = {key: statistics.median(run[key] for run in runs)
+               for key in ("creates_per_s", "jobs_per_s", "ratio")}
+        print(f"jobs ({len(runs)} rounds, medians): pod creates {med['creates_per_s']:.0f}/s, "
+              f"jobs completed {med['jobs_per_s']:.1f}/s: ratio {med['ratio']:.3f} "
+              f"(rounds {', '.join(format(run['ratio'], '.3f') for run in runs)})")
