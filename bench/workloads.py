@@ -105,27 +105,11 @@ def list_revision(orchd):
     return json.loads(data)["metadata"]["resourceVersion"]
 
 
-def set_unschedulable(orchd, names, value, threads=16):
-    """Cordon (C{value} True) or uncordon every node of C{names}, C{threads} at a time."""
-    names = list(names)
-
-    def worker(start):
-        conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
-        for name in names[start::threads]:
-            conn.request("PATCH", f"/api/v1/nodes/{name}",
-                         json.dumps({"spec": {"unschedulable": value}}),
-                         {"content-type": "application/merge-patch+json"})
-            response = conn.getresponse()
-            response.read()
-            if response.status != 200:
-                raise SystemExit(f"cordoning {name} failed: {response.status}")
-        conn.close()
-
-    workers = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+def set_unschedulable(orchd, names, value):
+    """Cordon (C{value} True) or uncordon every node of C{names}, 16 at a time."""
+    post_all(orchd, ((f"/api/v1/nodes/{name}", {"spec": {"unschedulable": value}})
+                     for name in names),
+             threads=16, method="PATCH", expect=200, content_type="application/merge-patch+json")
 
 
 def node_names(orchd):
@@ -159,13 +143,18 @@ def settle(orchd, share=0.1, timeout=120):
             return
 
 
-def scheduling_round(orchd, args, workdir, round_number):
-    settle(orchd)
+def pod_creates(orchd, args, workdir):
+    """hload.js's durable pod creates/s, of pods no scheduler takes: the runs' yardstick."""
     body_path = os.path.join(workdir, "held-pod.json")
     with open(body_path, "w") as f:
         json.dump(pod("held", scheduler="bench-nobody"), f)
-    creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
-                    gen_name=True)
+    return hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
+                 gen_name=True)
+
+
+def scheduling_round(orchd, args, workdir, round_number):
+    settle(orchd)
+    creates = pod_creates(orchd, args, workdir)
     # The pods are pending before the clock starts: created onto cordoned
     # nodes, tried once by the scheduler, then all nodes are opened at once.
     nodes = node_names(orchd)
@@ -189,19 +178,36 @@ def scheduling_round(orchd, args, workdir, round_number):
             "bind_secs": counter.last - started}
 
 
-def wait_available(orchd, name, replicas, timeout=900):
+def wait_until(orchd, path, done, what, timeout=900):
+    """Poll C{path} until C{done(object)}; the time it first held."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, data = orchd.request("GET", f"{DEPLOYMENTS}/{name}")
-        obj = json.loads(data)
-        state = obj.get("status") or {}
-        available = any(c.get("type") == "Available" and c.get("status") == "True"
-                        for c in state.get("conditions") or ())
-        if (available and state.get("availableReplicas") == replicas
-                and state.get("observedGeneration") == obj["metadata"]["generation"]):
+        status, data = orchd.request("GET", path)
+        if status == 200 and done(json.loads(data)):
             return time.monotonic()
         time.sleep(0.2)
-    raise SystemExit(f"deployment {name} did not become available in {timeout}s")
+    raise SystemExit(f"{what} did not happen in {timeout}s")
+
+
+def available(replicas):
+    """Whether a Deployment is Available with C{replicas} available, as of its generation."""
+    def done(obj):
+        state = obj.get("status") or {}
+        return (any(c.get("type") == "Available" and c.get("status") == "True"
+                    for c in state.get("conditions") or ())
+                and state.get("availableReplicas") == replicas
+                and state.get("observedGeneration") == obj["metadata"]["generation"])
+    return done
+
+
+def rolled_out(obj):
+    """Whether a DaemonSet has every desired pod updated and available."""
+    state = obj.get("status") or {}
+    desired = state.get("desiredNumberScheduled")
+    return bool(desired and state.get("observedGeneration") == obj["metadata"]["generation"]
+                and state.get("updatedNumberScheduled") == desired
+                and state.get("numberAvailable") == desired
+                and not state.get("numberUnavailable"))
 
 
 def deployment_round(orchd, args, round_number):
@@ -212,7 +218,8 @@ def deployment_round(orchd, args, round_number):
     status, data = orchd.request("POST", DEPLOYMENTS, deployment(name, args.replicas))
     if status != 201:
         raise SystemExit(f"deployment create failed: {status} {data[:200]!r}")
-    finished = wait_available(orchd, name, args.replicas)
+    finished = wait_until(orchd, f"{DEPLOYMENTS}/{name}", available(args.replicas),
+                          f"deployment {name} becoming available")
     cpu = cpu_seconds(orchd.process.pid) - cpu_before
     seconds = finished - started
     orchd.request("DELETE", f"{DEPLOYMENTS}/{name}?propagationPolicy=Foreground")
@@ -240,23 +247,6 @@ def daemonset(name, image):
                                       "resources": {"requests": {"cpu": "10m"}}}]}}}}
 
 
-def wait_rolled_out(orchd, name, timeout=900):
-    """Until DaemonSet C{name} has every desired pod updated and available; then the time."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, data = orchd.request("GET", f"{DAEMONSETS}/{name}")
-        obj = json.loads(data)
-        state = obj.get("status") or {}
-        desired = state.get("desiredNumberScheduled")
-        if (desired and state.get("observedGeneration") == obj["metadata"]["generation"]
-                and state.get("updatedNumberScheduled") == desired
-                and state.get("numberAvailable") == desired
-                and not state.get("numberUnavailable")):
-            return time.monotonic()
-        time.sleep(0.2)
-    raise SystemExit(f"daemonset {name} did not roll out in {timeout}s")
-
-
 def daemonset_round(orchd, args, round_number):
     settle(orchd)
     name = f"bench-ds-{round_number}"
@@ -264,19 +254,18 @@ def daemonset_round(orchd, args, round_number):
     status, data = orchd.request("POST", DAEMONSETS, daemonset(name, "registry.example/bench:1"))
     if status != 201:
         raise SystemExit(f"daemonset create failed: {status} {data[:200]!r}")
-    created = wait_rolled_out(orchd, name) - started
+    created = wait_until(orchd, f"{DAEMONSETS}/{name}", rolled_out,
+                         f"daemonset {name} rolling out") - started
     started = time.monotonic()
-    conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
-    conn.request("PATCH", f"{DAEMONSETS}/{name}",
-                 json.dumps({"spec": {"template": {"spec": {"containers": [
-                     {"name": "c", "image": "registry.example/bench:2"}]}}}}),
-                 {"content-type": "application/strategic-merge-patch+json"})
-    response = conn.getresponse()
-    response.read()
-    conn.close()
-    if response.status != 200:
-        raise SystemExit(f"daemonset update failed: {response.status}")
-    updated = wait_rolled_out(orchd, name) - started
+    status, data = orchd.request(
+        "PATCH", f"{DAEMONSETS}/{name}",
+        {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "registry.example/bench:2"}]}}}},
+        content_type="application/strategic-merge-patch+json")
+    if status != 200:
+        raise SystemExit(f"daemonset update failed: {status} {data[:200]!r}")
+    updated = wait_until(orchd, f"{DAEMONSETS}/{name}", rolled_out,
+                         f"daemonset {name} rolling its update out") - started
     orchd.request("DELETE", f"{DAEMONSETS}/{name}?propagationPolicy=Foreground")
     wait_gone(orchd, name)
     return {"rollout_secs": created, "update_secs": updated}
@@ -292,11 +281,7 @@ def job(name):
 
 def jobs_round(orchd, args, workdir, round_number):
     settle(orchd)
-    body_path = os.path.join(workdir, "held-pod.json")
-    with open(body_path, "w") as f:
-        json.dump(pod("held", scheduler="bench-nobody"), f)
-    creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
-                    gen_name=True)
+    creates = pod_creates(orchd, args, workdir)
     settle(orchd)
     prefix = f"j{round_number}-"
     status, data = orchd.request("GET", JOBS + "?limit=1")
@@ -320,30 +305,18 @@ def workload_cases(workdir, args, report, selected):
     try:
         orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         wait_nodes(orchd, args.sim_nodes)
-        if "scheduling" in selected:
+        cases = {"scheduling": lambda n: scheduling_round(orchd, args, workdir, n),
+                 "deployment": lambda n: deployment_round(orchd, args, n),
+                 "daemonset": lambda n: daemonset_round(orchd, args, n),
+                 "jobs": lambda n: jobs_round(orchd, args, workdir, n)}
+        for case, one_round in cases.items():
+            if case not in selected:
+                continue
             runs = []
             for round_number in range(args.rounds):
-                print(f"scheduling {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(scheduling_round(orchd, args, workdir, round_number))
-            report["scheduling"] = runs
-        if "deployment" in selected:
-            runs = []
-            for round_number in range(args.rounds):
-                print(f"deployment {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(deployment_round(orchd, args, round_number))
-            report["deployment"] = runs
-        if "daemonset" in selected:
-            runs = []
-            for round_number in range(args.rounds):
-                print(f"daemonset {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(daemonset_round(orchd, args, round_number))
-            report["daemonset"] = runs
-        if "jobs" in selected:
-            runs = []
-            for round_number in range(args.rounds):
-                print(f"jobs {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(jobs_round(orchd, args, workdir, round_number))
-            report["jobs"] = runs
+                print(f"{case} {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(one_round(round_number))
+            report[case] = runs
     finally:
         orchd.stop()
 

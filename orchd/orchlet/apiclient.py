@@ -23,9 +23,10 @@ from twisted.logger import Logger
 from twisted.web.client import Agent, HTTPConnectionPool, readBody
 from twisted.web.http_headers import Headers
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
-from twisted.web.iweb import IAgentEndpointFactory, IBodyProducer
+from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import implementer
 
+from orchd.client.body import BytesProducer
 from orchd.tls.client import ClientTLSPolicy
 
 #: Seconds a request may take before it fails (a hung server must not stall heartbeats).
@@ -58,7 +59,7 @@ class APIClient:
 
     def _send(self, method, url, headers, data=None):
         """The response once its headers arrive, or a failure after C{timeout} seconds."""
-        producer = _Bytes(data) if data is not None else None
+        producer = BytesProducer(data) if data is not None else None
         answer = self.agent.request(method.encode("ascii"), url.encode("utf-8"),
                                     Headers(headers), producer)
         return answer.addTimeout(self.timeout, self.reactor)
@@ -175,24 +176,3 @@ class _KeptEndpoints:
             self._endpoints[key] = endpoint
         return endpoint
 
-
-@implementer(IBodyProducer)
-class _Bytes:
-    """A request body already in memory, written at once."""
-
-    def __init__(self, data):
-        self._data = data
-        self.length = len(data)
-
-    def startProducing(self, consumer):
-        consumer.write(self._data)
-        return succeed(None)
-
-    def pauseProducing(self):
-        pass
-
-    def resumeProducing(self):
-        pass
-
-    def stopProducing(self):
-        pass
