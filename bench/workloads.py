@@ -3,9 +3,9 @@ Workloads: how fast the scheduler places pods, and how long a large
 Deployment takes to become available, on one orchd with simulated nodes.
 
 - scheduling: durable pod creates per second (hload.js, pods that no
-  scheduler takes); then --pods pods created while the --sim-nodes simulated
-  nodes are cordoned (pending, each tried once), and the nodes uncordoned:
-  pods bound per second from the uncordoning to the last binding, and its
+  scheduler takes); then --pods pods created while every node has a taint
+  they do not tolerate (pending, each tried once), and the taints removed:
+  pods bound per second from the removal to the last binding, and its
   ratio to the create rate of the same run (target >= 0.5);
 - deployment: a Deployment of --replicas replicas from create to its
   Available condition with every replica available: seconds, and orchd's CPU
@@ -105,10 +105,14 @@ def list_revision(orchd):
     return json.loads(data)["metadata"]["resourceVersion"]
 
 
-def set_unschedulable(orchd, names, value):
-    """Cordon (C{value} True) or uncordon every node of C{names}, 16 at a time."""
-    post_all(orchd, ((f"/api/v1/nodes/{name}", {"spec": {"unschedulable": value}})
-                     for name in names),
+#: The taint that holds the scheduling case's pods pending (a cordon would
+#: bring the node lifecycle controller's own taint, removed only later).
+HOLD = [{"key": "bench.orch.io/hold", "effect": "NoSchedule"}]
+
+
+def set_taints(orchd, names, taints):
+    """Set the taints of every node of C{names} (None: none), 16 at a time."""
+    post_all(orchd, ((f"/api/v1/nodes/{name}", {"spec": {"taints": taints}}) for name in names),
              threads=16, method="PATCH", expect=200, content_type="application/merge-patch+json")
 
 
@@ -155,10 +159,11 @@ def pod_creates(orchd, args, workdir):
 def scheduling_round(orchd, args, workdir, round_number):
     settle(orchd)
     creates = pod_creates(orchd, args, workdir)
-    # The pods are pending before the clock starts: created onto cordoned
-    # nodes, tried once by the scheduler, then all nodes are opened at once.
+    # The pods are pending before the clock starts: created while every node
+    # has a taint they do not tolerate, tried once by the scheduler; then
+    # the taints are removed at once.
     nodes = node_names(orchd)
-    set_unschedulable(orchd, nodes, True)
+    set_taints(orchd, nodes, HOLD)
     prefix = f"s{round_number}"
     post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}", group=prefix)) for i in range(args.pods)),
              threads=16)
@@ -167,7 +172,7 @@ def scheduling_round(orchd, args, workdir, round_number):
     counter = WatchCounter(orchd, PODS, prefix, list_revision(orchd), bound)
     counter.target = args.pods
     started = time.monotonic()
-    set_unschedulable(orchd, nodes, False)
+    set_taints(orchd, nodes, None)
     opened = time.monotonic()
     if not counter.done.wait(600):
         raise SystemExit(f"only {len(counter.seen)} of {args.pods} pods were bound")
