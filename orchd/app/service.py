@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.storageclass import ensure_default_storage_class
 from orchd.app.components import Components
 from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
@@ -358,6 +359,10 @@ class ControlPlane(MultiService):
             await ensure_cluster_info(self.catalog, self.url, self.pki.server_ca_pem)
         except StatusError as e:
             self.log.error("Cannot write cluster-info: {error}", error=e)
+        try:
+            await ensure_default_storage_class(self.catalog)
+        except StatusError as e:
+            self.log.error("Cannot write the default StorageClass: {error}", error=e)
         policy = Deferred.fromCoroutine(self._ensure_policy())
         started = [c.started for c in self if getattr(c, "started", None) is not None]
         await DeferredList(started, consumeErrors=True)

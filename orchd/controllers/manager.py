@@ -13,6 +13,7 @@ from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
+from orchd.controllers.persistentvolume import PersistentVolumeController
 from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
@@ -81,6 +82,9 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "persistentvolume-binder": (_plain(PersistentVolumeController), True,
+                                (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
+                                 ("storage.orch.io", "storageclasses"))),
 }
 
 
