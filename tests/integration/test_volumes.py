@@ -1,0 +1,107 @@
+"""
+Claims that bind, against a real server with its scheduler, controllers and
+two simulated nodes: the default StorageClass made at start, a pod whose
+claim names no class gets Running with the claim Bound to a volume
+provisioned on the pod's node, the volume goes with its claim; kubectl and
+the official Python client read all three kinds.
+"""
+
+import json
+
+from twisted.internet import threads
+from twisted.trial.unittest import SkipTest, TestCase
+
+from tests.integration.support import sleep
+from tests.integration.test_kubectl import KubectlMixin
+
+try:
+    import kubernetes
+except ImportError:     # the test extra is not installed
+    kubernetes = None
+
+CLAIM = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+         "spec": {"accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": "2Gi"}}}}
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"},
+       "spec": {"containers": [{"name": "db", "image": "postgres:16",
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}
+
+
+class VolumeTests(KubectlMixin, TestCase):
+    timeout = 120
+    server_settings = {"no_orchlet": False, "simulated_nodes": 2}
+
+    async def until(self, check, what, seconds=30):
+        for _ in range(int(seconds / 0.1)):
+            result = await check()
+            if result:
+                return result
+            await sleep(0.1)
+        self.fail(f"timed out waiting for {what}")
+
+    async def volumes(self):
+        return (await self.get_json("pv"))["items"]
+
+    async def test_claim_of_default_class_binds(self):
+        """A pod with a claim of no class runs; the claim is Bound to a volume on its node."""
+        _, out, _ = await self.kubectl("get", "storageclass", "--no-headers")
+        [row] = [line.split() for line in out.splitlines() if line.strip()]
+        self.assertEqual(row[:5], ["standard", "(default)", "orch.io/host-path", "Delete",
+                                   "WaitForFirstConsumer"])
+        await self.kubectl("apply", "-f", "-", stdin=[CLAIM, POD])
+        _, out, _ = await self.kubectl("wait", "--for=condition=Ready", "pod/db",
+                                       "--timeout=60s")
+        self.assertIn("condition met", out)
+        _, out, _ = await self.kubectl("get", "pvc", "data", "--no-headers")
+        columns = out.split()
+        self.assertEqual((columns[0], columns[1]), ("data", "Bound"))
+        self.assertEqual(columns[3:6], ["2Gi", "RWO", "standard"])
+        claim = await self.get_json("pvc", "data")
+        pod = await self.get_json("pod", "db")
+        pv = await self.get_json("pv", claim["spec"]["volumeName"])
+        self.assertEqual(claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+                         pod["spec"]["nodeName"])
+        self.assertEqual(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0][
+            "matchFields"][0]["values"], [pod["spec"]["nodeName"]])
+        self.assertEqual(pv["status"]["phase"], "Bound")
+        _, out, _ = await self.kubectl("get", "events", "--field-selector",
+                                       "involvedObject.name=data", "-o", "json")
+        reasons = {e["reason"] for e in json.loads(out)["items"]}
+        self.assertIn("ProvisioningSucceeded", reasons)
+
+        await self.kubectl("delete", "pod", "db", "--grace-period=0", "--force")
+        await self.kubectl("delete", "pvc", "data")
+
+        async def gone():
+            return not await self.volumes()
+        await self.until(gone, "the volume to be deleted with its claim")
+
+    async def test_python_client_reads_bound_objects(self):
+        """The official client's models accept a bound claim, its volume and the default class."""
+        if kubernetes is None:
+            raise SkipTest("the kubernetes package (the test extra) is not installed")
+        await self.kubectl("apply", "-f", "-", stdin=[CLAIM, POD])
+        await self.kubectl("wait", "--for=jsonpath={.status.phase}=Bound", "pvc/data",
+                           "--timeout=60s")
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(
+            config_file=self.server.plane.pki.admin_orchconfig_path,
+            client_configuration=configuration)
+        client = kubernetes.client.ApiClient(configuration)
+        self.addCleanup(client.close)
+
+        def read():
+            core = kubernetes.client.CoreV1Api(client)
+            storage = kubernetes.client.StorageV1Api(client)
+            claim = core.read_namespaced_persistent_volume_claim("data", "default")
+            volume = core.read_persistent_volume(claim.spec.volume_name)
+            classes = storage.list_storage_class()
+            return claim, volume, classes
+
+        claim, volume, classes = await threads.deferToThread(read)
+        self.assertEqual((claim.status.phase, claim.status.capacity), ("Bound", {"storage": "2Gi"}))
+        self.assertEqual(volume.spec.claim_ref.name, "data")
+        self.assertEqual(volume.spec.storage_class_name, "standard")
+        [default] = classes.items
+        self.assertEqual(default.volume_binding_mode, "WaitForFirstConsumer")
