@@ -41,6 +41,7 @@ from orchd.admission.certificates import (
 )
 from orchd.admission.defaultingressclass import DefaultIngressClass
 from orchd.admission.defaultstorageclass import DefaultStorageClass
+from orchd.admission.storageprotection import StorageObjectInUseProtection
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.podsecurity.admission import PodSecurity
@@ -205,6 +206,7 @@ class ControlPlane(MultiService):
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
                      DefaultIngressClass(reads), DefaultStorageClass(reads),
+                     StorageObjectInUseProtection(),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),

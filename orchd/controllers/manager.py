@@ -21,6 +21,7 @@ from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
+from orchd.controllers.volumeprotection import PVCProtectionController, PVProtectionController
 
 log = Logger()
 
@@ -85,6 +86,9 @@ CONTROLLERS = {
     "persistentvolume-binder": (_plain(PersistentVolumeController), True,
                                 (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
                                  ("storage.orch.io", "storageclasses"))),
+    "pvc-protection": (_plain(PVCProtectionController), True,
+                       (("", "persistentvolumeclaims"), _PODS)),
+    "pv-protection": (_plain(PVProtectionController), True, (("", "persistentvolumes"),)),
 }
 
 

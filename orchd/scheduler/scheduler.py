@@ -136,7 +136,10 @@ class Scheduler(Service):
         if self._turn is not None and self._turn.active():
             self._turn.cancel()
         self._turn = None
-        return super().stopService()
+        result = super().stopService()
+        if self.volumes is not None:
+            self.volumes.wake()             # a PreBind waiting ends (not running any more)
+        return result
 
     # -- informers ----------------------------------------------------------
 
@@ -237,12 +240,13 @@ class Scheduler(Service):
         key, node_name = pod.key, node.name
         try:
             if pod.claims and self.volumes is not None:
-                await self.volumes.prebind(pod, node, lambda: self.queue.where(key) == IN_FLIGHT)
+                await self.volumes.prebind(
+                    pod, node, lambda: self.running and self.queue.where(key) == IN_FLIGHT)
             await self._binder.bind(pod, node_name)
         except Exception as e:
             self.cache.forget(key)
-            if self.queue.where(key) != IN_FLIGHT:
-                return              # deleted, or bound by someone else, meanwhile
+            if self.queue.where(key) != IN_FLIGHT or not self.running:
+                return              # deleted, bound by someone else, or stopped meanwhile
             if isinstance(e, VolumeBindingError):
                 self.log.info("Binding the volumes of {key} on {node} failed: {why}", key=key,
                               node=node_name, why=str(e))

@@ -236,3 +236,19 @@ class VolumeBindingTests(SynchronousTestCase):
         self.assertEqual(self.scheduler._in_flight, 0)
         events = self.get("/api/v1/namespaces/default/events")["items"]
         self.assertEqual([e for e in events if e["reason"] == "FailedScheduling"], [])
+
+    def test_stop_during_prebind(self):
+        """Stopping the scheduler ends a PreBind wait and leaves no timer behind."""
+        self.add_node("n1")
+        self.post(CLASSES, storage_class("ebs", provisioner="ebs.csi.aws.com",
+                                         mode="WaitForFirstConsumer"))
+        self.start()
+        self.post(CLAIMS, claim(class_name="ebs"))
+        self.post(PODS, pod_with_claims("web", "data"))
+        self.assertEqual(self.scheduler._in_flight, 1)
+        self.scheduler.stopService()
+        self.settle()
+        self.assertEqual(self.scheduler._in_flight, 0)
+        self.assertEqual([c for c in self.api.clock.getDelayedCalls()
+                          if c.getTime() >= self.api.clock.seconds() + 599], [])
+        self.assertIsNone(self.condition("web"))
