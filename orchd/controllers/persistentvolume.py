@@ -23,6 +23,9 @@ As upstream's C{pkg/controller/volume/persistentvolume/pv_controller.go}
     provisioner's class is annotated C{volume.kubernetes.io/storage-provisioner}
     for it (event C{ExternalProvisioning}); a claim with no class waits
     (event C{FailedBinding});
+  - a claim that names no class (the field unset, not C{""}) and finds no
+    volume of no class gets the default class once there is one
+    (upstream's retroactive default StorageClass assignment);
   - a bound claim whose volume is gone, or no longer names it, is C{Lost};
   - a volume with no claim is C{Available}; one whose claim is gone is
     C{Released} and reclaimed as its C{persistentVolumeReclaimPolicy}
@@ -41,7 +44,7 @@ from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.volumematch import (
     AVAILABLE, BETA_STORAGE_PROVISIONER, BIND_COMPLETED, BOUND, BOUND_BY_CONTROLLER, FAILED,
     LOST, PENDING, PROVISIONED_BY, RELEASED, SELECTED_NODE, STORAGE_PROVISIONER, ClaimView,
-    ClassView, VolumeView, find_best_match, satisfies,
+    ClassView, VolumeView, default_class, find_best_match, satisfies,
 )
 from orchd.registry.context import RequestContext
 from orchd.registry.options import DeleteOptions
@@ -187,8 +190,12 @@ class PersistentVolumeController(CacheSyncedController):
 
     def _class_changed(self, type, obj, old):
         name = obj["metadata"]["name"]
+        new = None if type == DELETED else self._class(name)
         for claim in self._claim_informer.cache.values():
-            if claim.class_name == name and not claim.bind_completed:
+            if claim.bind_completed:
+                continue
+            if claim.class_name == name or (claim.class_unset and new is not None
+                                            and new.is_default):
                 self.enqueue(_CLAIM + claim.key)
 
     # -- reads ----------------------------------------------------------------
@@ -261,7 +268,11 @@ class PersistentVolumeController(CacheSyncedController):
         if delay and not claim.selected_node:
             self._event(claim, NORMAL, "WaitForFirstConsumer", WAITING)
         elif not claim.class_name:
-            self._event(claim, NORMAL, "FailedBinding", NO_CLASS)
+            default = default_class(self._class_informer.cache.values())
+            if claim.class_unset and default is not None:
+                await self._assign_class(claim, default.name)   # synced again then
+            else:
+                self._event(claim, NORMAL, "FailedBinding", NO_CLASS)
         elif storage_class is None:
             self._event(claim, WARNING, "ProvisioningFailed",
                         f'storageclass.storage.orch.io "{claim.class_name}" not found')
@@ -274,6 +285,23 @@ class PersistentVolumeController(CacheSyncedController):
             await self._annotate_provisioner(claim, storage_class.provisioner)
             self._event(claim, NORMAL, "ExternalProvisioning",
                         EXTERNAL.format(storage_class.provisioner))
+
+    async def _assign_class(self, claim, name):
+        """
+        Upstream's retroactive default class (GA in 1.28): a Pending claim
+        made while no class was default gets the default once there is one.
+        """
+        def assign(current):
+            spec = _spec(current)
+            if current["metadata"].get("uid") != claim.uid or spec.get("volumeName") or \
+                    spec.get("storageClassName") is not None:
+                return current
+            spec["storageClassName"] = name
+            return current
+
+        await self._patch(self._claims, claim.namespace, claim.name, assign)
+        self.log.info("Claim {claim} gets the default StorageClass {name}", claim=claim.key,
+                      name=name)
 
     async def _bind(self, claim, volume):
         """Upstream's C{bind}: the volume names the claim, the claim the volume, both Bound."""

@@ -21,7 +21,7 @@ provisioners and C{kubectl describe} read them.
 
 from orchd.api import quantity
 from orchd.api.errors import StatusError
-from orchd.api.printers.storage import BETA_STORAGE_CLASS_ANNOTATION
+from orchd.api.printers.storage import BETA_STORAGE_CLASS_ANNOTATION, DEFAULT_CLASS_ANNOTATIONS
 from orchd.api.selectors import EVERYTHING, NOTHING, selector_from_label_selector_object
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -83,9 +83,9 @@ def class_of(obj):
 class ClaimView:
     """One version of a PersistentVolumeClaim, as the binders read it."""
 
-    __slots__ = ("namespace", "name", "key", "uid", "class_name", "request", "access_modes",
-                 "volume_mode", "selector", "volume_name", "bind_completed", "phase",
-                 "selected_node", "provisioner", "deleting")
+    __slots__ = ("namespace", "name", "key", "uid", "class_name", "class_unset", "request",
+                 "access_modes", "volume_mode", "selector", "volume_name", "bind_completed",
+                 "phase", "selected_node", "provisioner", "deleting")
 
     def __init__(self, claim):
         meta = _dict(claim.get("metadata"))
@@ -96,6 +96,9 @@ class ClaimView:
         self.key = f"{self.namespace}/{self.name}"
         self.uid = meta.get("uid") or ""
         self.class_name = class_of(claim)
+        #: Neither the field nor the beta annotation names a class ("" names none).
+        self.class_unset = (spec.get("storageClassName") is None
+                            and BETA_STORAGE_CLASS_ANNOTATION not in annotations)
         self.request = _bytes(_dict(_dict(spec.get("resources")).get("requests")).get("storage"))
         self.access_modes = _modes(spec.get("accessModes"))
         self.volume_mode = spec.get("volumeMode") or FILESYSTEM
@@ -172,10 +175,14 @@ class ClassView:
     """One version of a StorageClass, as the binders read it."""
 
     __slots__ = ("name", "provisioner", "binding_mode", "reclaim_policy", "mount_options",
-                 "parameters")
+                 "parameters", "is_default", "created")
 
     def __init__(self, storage_class):
-        self.name = _dict(storage_class.get("metadata")).get("name") or ""
+        meta = _dict(storage_class.get("metadata"))
+        self.name = meta.get("name") or ""
+        annotations = _dict(meta.get("annotations"))
+        self.is_default = any(annotations.get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS)
+        self.created = str(meta.get("creationTimestamp") or "")
         self.provisioner = storage_class.get("provisioner") or ""
         self.binding_mode = storage_class.get("volumeBindingMode") or IMMEDIATE
         self.reclaim_policy = storage_class.get("reclaimPolicy") or "Delete"
@@ -195,6 +202,16 @@ class ClassView:
     def __eq__(self, other):
         return isinstance(other, ClassView) and all(
             getattr(self, slot) == getattr(other, slot) for slot in self.__slots__)
+
+
+def default_class(classes):
+    """The default class among C{classes} (L{ClassView}s): the newest, then first by name."""
+    best = None
+    for view in classes:
+        if view.is_default and (best is None or view.created > best.created or (
+                view.created == best.created and view.name < best.name)):
+            best = view
+    return best
 
 
 def satisfies(volume, claim):

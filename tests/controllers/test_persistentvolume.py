@@ -300,3 +300,24 @@ class PersistentVolumeControllerTests(SynchronousTestCase):
             "Warning", "ClaimLost",
             "Bound claim has lost its PersistentVolume. Data on the volume is lost!")])
         self.assertNotIn("capacity", self.claim()["status"])
+
+    def test_default_class_assigned_later(self):
+        """A claim made while no class was default gets the default once one is made."""
+        self.post(CLAIMS, claim(class_name=None))
+        self.post(CLAIMS, claim("none", class_name=""))
+        self.assertNotIn("storageClassName", self.claim()["spec"])
+        self.post(CLASSES, dict(storage_class("std"), metadata={
+            "name": "std", "annotations": {"storageclass.orch.io/is-default-class": "true"}}))
+        stored = self.claim()
+        self.assertEqual(stored["spec"]["storageClassName"], "std")
+        self.assertEqual(stored["status"]["phase"], "Bound")
+        self.assertEqual(self.claim("none")["spec"]["storageClassName"], "")
+
+    def test_unset_class_binds_classless_volume(self):
+        """A claim of no class still takes a volume of no class before the default applies."""
+        self.post(CLASSES, dict(storage_class("std"), metadata={
+            "name": "std", "annotations": {"storageclass.orch.io/is-default-class": "true"}}))
+        self.post(VOLUMES, volume("plain"))
+        self.post(CLAIMS, claim(class_name=None))
+        self.assert_bound("data", "plain")
+        self.assertNotIn("storageClassName", self.claim()["spec"])
