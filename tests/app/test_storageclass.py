@@ -23,7 +23,7 @@ class DefaultStorageClassTests(SynchronousTestCase):
         return [c["metadata"]["name"] for c in self.api.call("GET", CLASSES)[1]["items"]]
 
     def test_created_when_none(self):
-        """With no class, C{standard} is made: default, built-in provisioner, waiting for a consumer."""
+        """With no class, C{standard} is made: default, built in, waiting for a consumer."""
         self.assertTrue(self.ensure())
         code, created, _ = self.api.call("GET", CLASSES + "/standard")
         self.assertEqual(code, 200)

@@ -192,7 +192,7 @@ class PersistentVolumeControllerTests(SynchronousTestCase):
         self.assertEqual(len(self.get(VOLUMES)["items"]), 1)
 
     def test_wait_for_first_consumer(self):
-        """A WaitForFirstConsumer claim waits for its node, then gets a volume bound to that node."""
+        """A WaitForFirstConsumer claim waits for its node, then gets a volume on that node."""
         self.post(CLASSES, storage_class("local", mode="WaitForFirstConsumer"))
         self.post(VOLUMES, volume("static", class_name="local"))
         created = self.post(CLAIMS, claim(class_name="local"))

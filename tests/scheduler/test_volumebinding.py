@@ -12,7 +12,8 @@ from tests.scheduler.support import node, pod
 from tests.support import APIHarness
 
 PODS = "/api/v1/namespaces/default/pods"
-NOT_HELPFUL = "preemption: 0/{0} nodes are available: {0} Preemption is not helpful for scheduling.."
+NOT_HELPFUL = ("preemption: 0/{0} nodes are available: {0} Preemption is not helpful for "
+               "scheduling..")
 
 
 def on_node(name):
@@ -90,7 +91,7 @@ class VolumeBindingTests(SynchronousTestCase):
     # -- PreFilter ------------------------------------------------------------
 
     def test_missing_claim(self):
-        """A pod whose claim does not exist waits with upstream's message, and goes once it binds."""
+        """A pod whose claim does not exist waits with upstream's message, then runs."""
         self.add_node("n1")
         self.start()
         self.post(PODS, pod_with_claims("web", "data"))
@@ -177,7 +178,7 @@ class VolumeBindingTests(SynchronousTestCase):
         self.assertEqual(self.get(f"{CLAIMS}/data")["status"]["phase"], "Bound")
 
     def test_provisioned_on_chosen_node(self):
-        """A claim of the default kind of class is provisioned on the pod's node before the pod binds."""
+        """A claim of a provisioned class gets its volume on the pod's node before the pod binds."""
         self.add_node("n1", cpu="1")
         self.add_node("n2", cpu="8")
         self.post(CLASSES, storage_class("standard", mode="WaitForFirstConsumer"))
@@ -206,7 +207,7 @@ class VolumeBindingTests(SynchronousTestCase):
         self.assertEqual(self.node_of("b"), first)
 
     def test_prebind_times_out(self):
-        """A claim nobody provisions fails PreBind after upstream's ten minutes; the pod is tried again."""
+        """A claim nobody provisions fails PreBind after upstream's ten minutes."""
         self.add_node("n1")
         self.post(CLASSES, storage_class("ebs", provisioner="ebs.csi.aws.com",
                                          mode="WaitForFirstConsumer"))
