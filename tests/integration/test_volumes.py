@@ -77,6 +77,36 @@ class VolumeTests(KubectlMixin, TestCase):
             return not await self.volumes()
         await self.until(gone, "the volume to be deleted with its claim")
 
+    async def test_claims_per_pod_and_protection(self):
+        """Three pods with a claim each run, each volume on its pod's node; a claim in use stays."""
+        objects = []
+        for i in range(3):
+            claim = dict(CLAIM, metadata={"name": f"www-web-{i}"})
+            pod = json.loads(json.dumps(POD))
+            pod["metadata"] = {"name": f"web-{i}", "labels": {"app": "web"}}
+            pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] = f"www-web-{i}"
+            objects += [claim, pod]
+        await self.kubectl("apply", "-f", "-", stdin=objects)
+        await self.kubectl("wait", "--for=condition=Ready", "pod", "-l", "app=web",
+                           "--timeout=60s")
+        for i in range(3):
+            claim = await self.get_json("pvc", f"www-web-{i}")
+            pod = await self.get_json("pod", f"web-{i}")
+            self.assertEqual(claim["status"]["phase"], "Bound")
+            pv = await self.get_json("pv", claim["spec"]["volumeName"])
+            self.assertEqual(pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0][
+                "matchFields"][0]["values"], [pod["spec"]["nodeName"]])
+
+        await self.kubectl("delete", "pvc", "www-web-0", "--wait=false")
+        _, out, _ = await self.kubectl("get", "pvc", "www-web-0", "--no-headers")
+        self.assertEqual(out.split()[1], "Terminating")
+        await self.kubectl("delete", "pod", "web-0", "--grace-period=0", "--force")
+        await self.kubectl("wait", "--for=delete", "pvc/www-web-0", "--timeout=30s")
+
+        async def two_left():
+            return len(await self.volumes()) == 2
+        await self.until(two_left, "the volume of the deleted claim to go")
+
     async def test_python_client_reads_bound_objects(self):
         """The official client's models accept a bound claim, its volume and the default class."""
         if kubernetes is None:
