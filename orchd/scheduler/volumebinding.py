@@ -232,7 +232,7 @@ class VolumeCache:
                     await self._bind_volume(claim, volume)
         except StatusError as e:
             raise VolumeBindingError(f"binding volumes: {e.message}") from None
-        await self._wait_bound(pod, plan, node.name, wanted)
+        await self._wait_bound(pod, plan, node, wanted)
 
     async def _select_node(self, claim, node_name):
         def select(current):
@@ -267,7 +267,7 @@ class VolumeCache:
 
         await self._volumes.patch(scheduler_context(""), volume.name, bind)
 
-    async def _wait_bound(self, pod, plan, node_name, wanted):
+    async def _wait_bound(self, pod, plan, node, wanted):
         deadline = self._clock.seconds() + self._bind_timeout
         while True:
             if not wanted():
@@ -279,9 +279,16 @@ class VolumeCache:
                     raise VolumeBindingError(
                         f'binding volumes: persistentvolumeclaim "{claim.name}" was deleted')
                 if current.fully_bound:
+                    bound = self.volume(current.volume_name)
+                    if bound is not None and not bound.reachable_from(node):
+                        # Provisioned for a node an earlier attempt chose: the pod
+                        # must follow its volume there, so it is scheduled again.
+                        raise VolumeBindingError(
+                            f'binding volumes: pv "{bound.name}" node affinity doesn\'t '
+                            f"match node \"{node.name}\"")
                     continue
                 done = False
-                if volume is None and current.selected_node != node_name:
+                if volume is None and current.selected_node != node.name:
                     raise VolumeBindingError(
                         f'binding volumes: selectedNode annotation reset for PVC "{claim.name}"')
             if done:

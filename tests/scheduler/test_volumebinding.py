@@ -253,3 +253,21 @@ class VolumeBindingTests(SynchronousTestCase):
         self.assertEqual([c for c in self.api.clock.getDelayedCalls()
                           if c.getTime() >= self.api.clock.seconds() + 599], [])
         self.assertIsNone(self.condition("web"))
+
+    def test_volume_made_for_another_node(self):
+        """A claim bound meanwhile to a volume of another node sends the pod to that node."""
+        self.add_node("n1", cpu="8")
+        self.add_node("n2", cpu="1")
+        self.post(CLASSES, storage_class("ebs", provisioner="ebs.csi.aws.com",
+                                         mode="WaitForFirstConsumer"))
+        self.start()
+        created = self.post(CLAIMS, claim(class_name="ebs"))
+        self.post(PODS, pod_with_claims("web", "data"))
+        self.assertEqual(self.get(f"{CLAIMS}/data")["metadata"]["annotations"][
+            "volume.kubernetes.io/selected-node"], "n1")
+        # What a slow provisioner made for an earlier choice of node.
+        self.post(VOLUMES, volume("made-for-n2", class_name="ebs", nodeAffinity=on_node("n2"),
+                                  claim_ref={"namespace": "default", "name": "data",
+                                             "uid": created["metadata"]["uid"]}))
+        self.settle(1)
+        self.assertEqual(self.node_of("web"), "n2")
