@@ -234,6 +234,10 @@ class PersistentVolumeController(CacheSyncedController):
             return
         volume = self._volume(claim.volume_name)
         if volume is None:
+            stored = await self.get_or_none(self._volumes, "", claim.volume_name)
+            if stored is not None:
+                volume = VolumeView(stored)     # the informer lags behind the store
+        if volume is None:
             await self._lose(claim, LOST_VOLUME)
         elif volume.claim_ref is None or volume.bound_to(claim):
             await self._bind(claim, volume)

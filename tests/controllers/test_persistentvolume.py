@@ -321,3 +321,14 @@ class PersistentVolumeControllerTests(SynchronousTestCase):
         self.post(CLAIMS, claim(class_name=None))
         self.assert_bound("data", "plain")
         self.assertNotIn("storageClassName", self.claim()["spec"])
+
+    def test_lagging_volume_informer_not_lost(self):
+        """A bound claim whose volume the informer has not seen yet is not called Lost."""
+        self.post(VOLUMES, volume("pv1"))
+        self.post(CLAIMS, claim())
+        self.controller._volume_informer.cache.clear()
+        self.api.call("PATCH", f"{CLAIMS}/data", {"metadata": {"labels": {"x": "y"}}},
+                      headers=MERGE)
+        self.settle()
+        self.assertEqual(self.claim()["status"]["phase"], "Bound")
+        self.assertEqual(self.events("ClaimLost"), [])
