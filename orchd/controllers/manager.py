@@ -83,7 +83,7 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
-    "persistentvolume-binder": (_plain(PersistentVolumeController), True,
+    "persistentvolume-binder": (PersistentVolumeController.from_environment, True,
                                 (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
                                  ("storage.orch.io", "storageclasses"))),
     "pvc-protection": (_plain(PVCProtectionController), True,

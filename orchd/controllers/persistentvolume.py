@@ -18,8 +18,9 @@ As upstream's C{pkg/controller/volume/persistentvolume/pv_controller.go}
     pre-bound to it (the scheduler binds static volumes that way);
   - with no fitting volume, a claim of a class whose provisioner is
     L{PROVISIONER} gets a new volume C{pvc-<claim uid>}: a C{hostPath}
-    under the class's C{path} parameter (L{DEFAULT_ROOT}), with node
-    affinity to the selected node when there is one; a claim of another
+    under the class's C{path} parameter (L{DEFAULT_ROOT}), or for this
+    process's node under the data directory, with node affinity to the
+    selected node when there is one; a claim of another
     provisioner's class is annotated C{volume.kubernetes.io/storage-provisioner}
     for it (event C{ExternalProvisioning}); a claim with no class waits
     (event C{FailedBinding});
@@ -32,15 +33,21 @@ As upstream's C{pkg/controller/volume/persistentvolume/pv_controller.go}
     says: C{Retain} keeps it, C{Delete} removes a volume this controller
     provisioned (others are C{Failed}: nothing here can delete them).
 
-The volumes are objects only: the simulated runtime mounts nothing, so no
-directory is made or removed on a node.
+A volume provisioned on the node whose agent runs in this process is a
+directory under C{<data dir>/volumes} (L{LocalVolumes}), made before the
+volume is and removed before it is deleted; volumes of other nodes
+(simulated ones) are objects only.
 """
+
+import os
+
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import STORAGE
 from orchd.api.meta import rfc3339
 from orchd.controllers.base import CacheSyncedController
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
+from orchd.controllers.localvolumes import LocalVolumes, in_thread
 from orchd.controllers.volumematch import (
     AVAILABLE, BETA_STORAGE_PROVISIONER, BIND_COMPLETED, BOUND, BOUND_BY_CONTROLLER, FAILED,
     LOST, PENDING, PROVISIONED_BY, RELEASED, SELECTED_NODE, STORAGE_PROVISIONER, ClaimView,
@@ -103,23 +110,27 @@ def volume_object(volume):
             "metadata": {"name": volume.name, "uid": volume.uid}}
 
 
-def provisioned_volume(claim, storage_class, root=DEFAULT_ROOT):
+def provisioned_volume(claim, storage_class, root=DEFAULT_ROOT, path=None):
     """
     The volume L{PROVISIONER} makes for C{claim} (the stored object) of
     C{storage_class} (a L{ClassView}), pre-bound to it.
+
+    @param path: its directory, if not under the class's C{path} parameter
+        (or C{root}).
     """
     meta, spec = claim["metadata"], claim.get("spec") or {}
     name = f"pvc-{meta['uid']}"
     requests = ((spec.get("resources") or {}).get("requests") or {})
     base = str(storage_class.parameters.get("path") or root).rstrip("/")
+    if path is None:
+        path = f"{base}/{name}_{meta['namespace']}_{meta['name']}"
     volume_spec = {
         "capacity": {"storage": requests["storage"]},
         "accessModes": list(spec.get("accessModes") or ["ReadWriteOnce"]),
         "persistentVolumeReclaimPolicy": storage_class.reclaim_policy,
         "storageClassName": storage_class.name,
         "volumeMode": spec.get("volumeMode") or "Filesystem",
-        "hostPath": {"path": f"{base}/{name}_{meta['namespace']}_{meta['name']}",
-                     "type": "DirectoryOrCreate"},
+        "hostPath": {"path": path, "type": "DirectoryOrCreate"},
         "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
                      "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"],
                      "resourceVersion": meta.get("resourceVersion", "")},
@@ -142,13 +153,15 @@ class PersistentVolumeController(CacheSyncedController):
     @param clock: an C{IReactorTime}.
     @param root: where provisioned volumes live on their node, for classes
         without a C{path} parameter.
+    @param local: the L{LocalVolumes} of this process's node, or None.
     """
 
     name = "persistentvolume-binder"
 
-    def __init__(self, catalog, clock, root=DEFAULT_ROOT):
+    def __init__(self, catalog, clock, root=DEFAULT_ROOT, local=None):
         super().__init__(catalog, clock)
         self._root = root
+        self._local = local
         self._claims = catalog.resource("", "persistentvolumeclaims")
         self._volumes = catalog.resource("", "persistentvolumes")
         self._claim_prefix = self._claims.info.key_prefix()
@@ -161,6 +174,15 @@ class PersistentVolumeController(CacheSyncedController):
                                             keep=VolumeView)
         self._class_informer = self.follow(STORAGE, "storageclasses", self._class_changed,
                                            keep=ClassView)
+
+    @classmethod
+    def from_environment(cls, env):
+        """With L{LocalVolumes} when a node agent runs in this process."""
+        config, local = env.config, None
+        if config is not None and not config.no_orchlet and not config.orchlet_only:
+            local = LocalVolumes(config.node_name, os.path.join(config.data_dir, "volumes"),
+                                 in_thread(env.clock))
+        return cls(env.catalog, env.clock, local=local)
 
     # -- informers ------------------------------------------------------------
 
@@ -418,7 +440,13 @@ class PersistentVolumeController(CacheSyncedController):
             self._event(claim, WARNING, "ProvisioningFailed",
                         "failed to provision volume: the claim requests no storage")
             return
-        volume = provisioned_volume(current, storage_class, self._root)
+        path = None
+        local = self._local
+        node = (current["metadata"].get("annotations") or {}).get(SELECTED_NODE)
+        if local is not None and node == local.node_name:
+            path = local.path(f"pvc-{claim.uid}")
+            await local.create(path)
+        volume = provisioned_volume(current, storage_class, self._root, path)
         try:
             await self._volumes.create(self._context(), volume)
         except StatusError as e:
@@ -484,6 +512,8 @@ class PersistentVolumeController(CacheSyncedController):
         if policy == "Retain":
             return
         if policy == "Delete" and volume.provisioned_by == PROVISIONER:
+            if self._local is not None and self._local.holds(volume.host_path):
+                await self._local.remove(volume.host_path)
             try:
                 await self._volumes.delete(self._context(), volume.name,
                                            DeleteOptions(uid=volume.uid))

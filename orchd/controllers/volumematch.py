@@ -129,7 +129,7 @@ class VolumeView:
 
     __slots__ = ("name", "uid", "class_name", "capacity", "access_modes", "volume_mode",
                  "labels", "claim_ref", "phase", "node_terms", "reclaim_policy",
-                 "provisioned_by", "bound_by_controller", "deleting")
+                 "provisioned_by", "bound_by_controller", "deleting", "host_path")
 
     def __init__(self, volume):
         meta = _dict(volume.get("metadata"))
@@ -155,6 +155,7 @@ class VolumeView:
         self.provisioned_by = annotations.get(PROVISIONED_BY) or ""
         self.bound_by_controller = BOUND_BY_CONTROLLER in annotations
         self.deleting = bool(meta.get("deletionTimestamp"))
+        self.host_path = _dict(spec.get("hostPath")).get("path") or ""
 
     @property
     def claim_key(self):

@@ -7,6 +7,7 @@ the official Python client read all three kinds.
 """
 
 import json
+import os
 
 from twisted.internet import threads
 from twisted.trial.unittest import SkipTest, TestCase
@@ -106,6 +107,29 @@ class VolumeTests(KubectlMixin, TestCase):
         async def two_left():
             return len(await self.volumes()) == 2
         await self.until(two_left, "the volume of the deleted claim to go")
+
+    async def test_local_node_directory(self):
+        """A volume on the node of the server's own agent is a directory under its data dir."""
+        local = self.server.config.node_name
+        pod = json.loads(json.dumps(POD))
+        pod["spec"]["affinity"] = {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                "matchFields": [{"key": "metadata.name", "operator": "In",
+                                 "values": [local]}]}]}}}
+        await self.kubectl("apply", "-f", "-", stdin=[CLAIM, pod])
+        await self.kubectl("wait", "--for=condition=Ready", "pod/db", "--timeout=60s")
+        claim = await self.get_json("pvc", "data")
+        pv = await self.get_json("pv", claim["spec"]["volumeName"])
+        path = pv["spec"]["hostPath"]["path"]
+        self.assertEqual(path, os.path.join(os.path.abspath(self.server.data_dir), "volumes",
+                                            pv["metadata"]["name"]))
+        self.assertTrue(os.path.isdir(path))
+        await self.kubectl("delete", "pod", "db", "--grace-period=0", "--force")
+        await self.kubectl("delete", "pvc", "data")
+
+        async def removed():
+            return not os.path.exists(path) and not await self.volumes()
+        await self.until(removed, "the directory and the volume to go")
 
     async def test_python_client_reads_bound_objects(self):
         """The official client's models accept a bound claim, its volume and the default class."""
