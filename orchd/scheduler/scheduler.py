@@ -17,10 +17,15 @@ As upstream's C{schedule_one.go}:
     C{Unschedulable}, with the whole message (written only when it
     changed), and waits in the queue for the cluster to change;
   - a binding the API refuses is C{FailedScheduling} with reason
-    C{SchedulerError} and tried again after the pod's backoff.
+    C{SchedulerError} and tried again after the pod's backoff;
+  - a pod with PersistentVolumeClaims is bound only once its claims are
+    (L{orchd.scheduler.volumebinding}: the claims waiting for their first
+    consumer are bound for the chosen node first, the pod assumed there
+    meanwhile); a failure there is C{SchedulerError} too.
 
-Nodes added or changed (in what the scheduler reads), and pods that leave
-a node (deleted or finished), send the unschedulable pods back to be tried.
+Nodes added or changed (in what the scheduler reads), pods that leave a
+node (deleted or finished), and changes of claims, volumes and storage
+classes send the unschedulable pods back to be tried.
 """
 
 from twisted.application.service import Service
