@@ -13,6 +13,7 @@ from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
+from orchd.controllers.persistentvolume import PersistentVolumeController
 from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
@@ -20,6 +21,7 @@ from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
+from orchd.controllers.volumeprotection import PVCProtectionController, PVProtectionController
 
 log = Logger()
 
@@ -81,6 +83,12 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "persistentvolume-binder": (PersistentVolumeController.from_environment, True,
+                                (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
+                                 ("storage.orch.io", "storageclasses"))),
+    "pvc-protection": (_plain(PVCProtectionController), True,
+                       (("", "persistentvolumeclaims"), _PODS)),
+    "pv-protection": (_plain(PVProtectionController), True, (("", "persistentvolumes"),)),
 }
 
 
