@@ -80,10 +80,10 @@ class Orchd:
             paths.append(path)
         return paths
 
-    def request(self, method, path, body=None, connection=None):
+    def request(self, method, path, body=None, connection=None, content_type="application/json"):
         conn = connection or http.client.HTTPSConnection(
             "127.0.0.1", self.port, context=self.context, timeout=60)
-        headers = {"content-type": "application/json"} if body is not None else {}
+        headers = {"content-type": content_type} if body is not None else {}
         conn.request(method, path, body=json.dumps(body) if body is not None else None,
                      headers=headers)
         response = conn.getresponse()
@@ -170,19 +170,21 @@ def fill(orchd, namespace, count, template, threads=8):
                      for i in range(count)), threads)
 
 
-def post_all(orchd, writes, threads=8, created=None, method="POST", expect=201):
+def post_all(orchd, writes, threads=8, created=None, method="POST", expect=201,
+             content_type="application/json"):
     """
     POST every ``(path, body)`` of ``writes`` on ``threads`` connections; each
     must be 201. ``created(path, body, answer bytes)``, if given, is called
-    for each (from the worker threads). ``method`` and ``expect`` send
-    another method expecting another code (PUT, 200).
+    for each (from the worker threads). ``method``, ``expect`` and
+    ``content_type`` send another method expecting another code (PUT, 200;
+    PATCH with a merge patch).
     """
     writes = list(writes)
 
     def worker(start):
         conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context)
         for path, body in writes[start::threads]:
-            status, data = orchd.request(method, path, body, conn)
+            status, data = orchd.request(method, path, body, conn, content_type)
             if status != expect:
                 raise SystemExit(f"setup create failed: {status} {data[:200]!r}")
             if created is not None:

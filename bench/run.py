@@ -46,18 +46,20 @@ scheduling and deployment (workloads.py): one orchd with --sim-nodes
 simulated nodes: durable pod creates/s, then --pods pending pods bound by the
 scheduler, as pods bound/s and its ratio to the creates (target >= 0.5); a
 Deployment of --replicas replicas from create to Available, in seconds, with
-orchd's CPU share of one core.
+orchd's CPU share of one core; a DaemonSet rolled out on every node and then
+updated, in seconds; --jobs Jobs of one pod completing, as Jobs/s and its
+ratio to the creates.
 
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
-                    scheduling,deployment]
+                    scheduling,deployment,daemonset,jobs]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
            [--heartbeat-secs 300] [--renew-interval 10] [--sim-nodes 100] [--pods 1000]
-           [--replicas 1000]
+           [--replicas 1000] [--jobs 1000]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
 alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
@@ -85,7 +87,7 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "heartbeats", "etcd", "scheduling", "deployment")
+         "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
 
 
 def watch_round(orchd, args):
@@ -243,6 +245,8 @@ def main():
                         help="pending pods to bind in the scheduling case")
     parser.add_argument("--replicas", type=int, default=1000,
                         help="replicas of the Deployment in the deployment case")
+    parser.add_argument("--jobs", type=int, default=1000,
+                        help="Jobs of one pod each in the jobs case")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     selected = [c for c in args.cases.split(",") if c]
@@ -291,7 +295,7 @@ def main():
         etcd = os.path.join(workdir, "etcd")
         os.mkdir(etcd)
         etcd_cases(etcd, args, template, body_path, report)
-    if {"scheduling", "deployment"} & set(selected):
+    if {"scheduling", "deployment", "daemonset", "jobs"} & set(selected):
         workloads = os.path.join(workdir, "workloads")
         os.mkdir(workloads)
         workload_cases(workloads, args, report, selected)

@@ -3,12 +3,20 @@ Workloads: how fast the scheduler places pods, and how long a large
 Deployment takes to become available, on one orchd with simulated nodes.
 
 - scheduling: durable pod creates per second (hload.js, pods that no
-  scheduler takes), then --pods pending pods created at once onto --sim-nodes
-  simulated nodes: pods bound per second from the first create to the last
-  binding, and its ratio to the create rate of the same run (target >= 0.5);
+  scheduler takes); then --pods pods created while every node has a taint
+  they do not tolerate (pending, each tried once), and the taints removed:
+  pods bound per second from the removal to the last binding, and its
+  ratio to the create rate of the same run (target >= 0.5);
 - deployment: a Deployment of --replicas replicas from create to its
   Available condition with every replica available: seconds, and orchd's CPU
-  as a share of one core over that time; --rounds rounds, median.
+  as a share of one core over that time; --rounds rounds, median;
+- daemonset: a DaemonSet from create to one available pod on every node
+  (the simulated ones and the local one), then a rolling update of its
+  image (default maxUnavailable 1) to every pod updated and available:
+  seconds of each, --rounds rounds, median;
+- jobs: durable pod creates per second (as in scheduling), then --jobs Jobs
+  of one pod each created at once: Jobs completed per second from the first
+  create to the last Complete condition, and its ratio to the create rate.
 """
 
 import http.client
@@ -24,11 +32,13 @@ from common import Orchd, cpu_seconds, hload, post_all
 NAMESPACE = "bench-workloads"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+DAEMONSETS = f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets"
+JOBS = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs"
 
 
-def pod(name, scheduler="default-scheduler"):
+def pod(name, scheduler="default-scheduler", group="held"):
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": "bench"}},
+            "metadata": {"name": name, "labels": {"app": "bench", "group": group}},
             "spec": {"schedulerName": scheduler,
                      "containers": [{"name": "c", "image": "registry.example/bench:1",
                                      "resources": {"requests": {"cpu": "10m",
@@ -45,36 +55,49 @@ def deployment(name, replicas):
                                       "resources": {"requests": {"cpu": "10m"}}}]}}}}
 
 
-class BoundCounter:
-    """A pods watch in a thread: counts pods of this run's prefix that get a node."""
+class WatchCounter:
+    """
+    A watch of C{collection} in a thread: counts the objects of this run's
+    C{prefix} for which C{counts(obj)} holds, and when the last one did.
+    """
 
-    def __init__(self, orchd, prefix, resource_version):
+    def __init__(self, orchd, collection, prefix, resource_version, counts):
         self.prefix = prefix
-        self.bound = set()
+        self.counts = counts
+        self.seen = set()
+        self.times = []
         self.last = None
+        self.target = None
         self.done = threading.Event()
         self._conn = http.client.HTTPSConnection("127.0.0.1", orchd.port, context=orchd.context,
                                                  timeout=600)
-        self._conn.request("GET", f"{PODS}?watch=true&resourceVersion={resource_version}")
+        self._conn.request("GET", f"{collection}?watch=true&resourceVersion={resource_version}")
         self._response = self._conn.getresponse()
-        self.target = None
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
         for line in self._response:
-            event = json.loads(line)
-            obj = event.get("object") or {}
+            obj = json.loads(line).get("object") or {}
             name = (obj.get("metadata") or {}).get("name", "")
-            if name.startswith(self.prefix) and (obj.get("spec") or {}).get("nodeName"):
-                if name not in self.bound:
-                    self.bound.add(name)
-                    self.last = time.monotonic()
-                    if self.target is not None and len(self.bound) >= self.target:
-                        self.done.set()
-                        return
+            if name.startswith(self.prefix) and name not in self.seen and self.counts(obj):
+                self.seen.add(name)
+                self.last = time.monotonic()
+                self.times.append(self.last)
+                if self.target is not None and len(self.seen) >= self.target:
+                    self.done.set()
+                    return
 
     def close(self):
         self._conn.close()
+
+
+def bound(pod_object):
+    return bool((pod_object.get("spec") or {}).get("nodeName"))
+
+
+def complete(job_object):
+    return any(c.get("type") == "Complete" and c.get("status") == "True"
+               for c in (job_object.get("status") or {}).get("conditions") or ())
 
 
 def list_revision(orchd):
@@ -82,50 +105,126 @@ def list_revision(orchd):
     return json.loads(data)["metadata"]["resourceVersion"]
 
 
-def scheduling_round(orchd, args, workdir, round_number):
+#: The taint that holds the scheduling case's pods pending (a cordon would
+#: bring the node lifecycle controller's own taint, removed only later).
+HOLD = [{"key": "bench.orch.io/hold", "effect": "NoSchedule"}]
+
+
+def set_taints(orchd, names, taints):
+    """Set the taints of every node of C{names} (None: none), 16 at a time."""
+    post_all(orchd, ((f"/api/v1/nodes/{name}", {"spec": {"taints": taints}}) for name in names),
+             threads=16, method="PATCH", expect=200, content_type="application/merge-patch+json")
+
+
+def node_names(orchd):
+    status, data = orchd.request("GET", "/api/v1/nodes")
+    return [node["metadata"]["name"] for node in json.loads(data)["items"]]
+
+
+def wait_tried(orchd, prefix, count, timeout=300):
+    """Until C{count} pods of C{prefix} carry the scheduler's PodScheduled=False."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, data = orchd.request("GET", f"{PODS}?labelSelector=group%3D{prefix}")
+        tried = sum(1 for item in json.loads(data)["items"]
+                    if any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                            and c.get("reason") == "Unschedulable"
+                            for c in (item.get("status") or {}).get("conditions") or ()))
+        if tried >= count:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"the scheduler did not try all {count} pending pods")
+
+
+def settle(orchd, share=0.1, timeout=120):
+    """Until orchd's CPU over a second is under C{share} of a core (the last round's pods
+    finished starting), so that rounds do not overlap."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(orchd.process.pid)
+        time.sleep(1)
+        if cpu_seconds(orchd.process.pid) - before < share:
+            return
+
+
+def pod_creates(orchd, args, workdir):
+    """hload.js's durable pod creates/s, of pods no scheduler takes: the runs' yardstick."""
     body_path = os.path.join(workdir, "held-pod.json")
     with open(body_path, "w") as f:
         json.dump(pod("held", scheduler="bench-nobody"), f)
-    creates = hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
-                    gen_name=True)
-    prefix = f"s{round_number}-"
-    counter = BoundCounter(orchd, prefix, list_revision(orchd))
+    return hload(orchd, orchd.url + PODS, 16, args.secs, method="POST", body=body_path,
+                 gen_name=True)
+
+
+def scheduling_round(orchd, args, workdir, round_number):
+    settle(orchd)
+    creates = pod_creates(orchd, args, workdir)
+    # The pods are pending before the clock starts: created while every node
+    # has a taint they do not tolerate, tried once by the scheduler; then
+    # the taints are removed at once.
+    nodes = node_names(orchd)
+    set_taints(orchd, nodes, HOLD)
+    prefix = f"s{round_number}"
+    post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}", group=prefix)) for i in range(args.pods)),
+             threads=16)
+    wait_tried(orchd, prefix, args.pods)
+    time.sleep(1.5)                 # past the first failure's backoff (1 s)
+    counter = WatchCounter(orchd, PODS, prefix, list_revision(orchd), bound)
     counter.target = args.pods
     started = time.monotonic()
-    post_all(orchd, ((PODS, pod(f"{prefix}{i:05d}")) for i in range(args.pods)), threads=16)
-    created = time.monotonic()
+    set_taints(orchd, nodes, None)
+    opened = time.monotonic()
     if not counter.done.wait(600):
-        raise SystemExit(f"only {len(counter.bound)} of {args.pods} pods were bound")
+        raise SystemExit(f"only {len(counter.seen)} of {args.pods} pods were bound")
     counter.close()
     binds = args.pods / (counter.last - started)
     return {"creates_per_s": creates["rps"], "binds_per_s": binds,
-            "ratio": binds / creates["rps"], "create_secs": created - started,
+            "ratio": binds / creates["rps"], "open_secs": opened - started,
             "bind_secs": counter.last - started}
 
 
-def wait_available(orchd, name, replicas, timeout=900):
+def wait_until(orchd, path, done, what, timeout=900):
+    """Poll C{path} until C{done(object)}; the time it first held."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status, data = orchd.request("GET", f"{DEPLOYMENTS}/{name}")
-        obj = json.loads(data)
-        state = obj.get("status") or {}
-        available = any(c.get("type") == "Available" and c.get("status") == "True"
-                        for c in state.get("conditions") or ())
-        if (available and state.get("availableReplicas") == replicas
-                and state.get("observedGeneration") == obj["metadata"]["generation"]):
+        status, data = orchd.request("GET", path)
+        if status == 200 and done(json.loads(data)):
             return time.monotonic()
         time.sleep(0.2)
-    raise SystemExit(f"deployment {name} did not become available in {timeout}s")
+    raise SystemExit(f"{what} did not happen in {timeout}s")
+
+
+def available(replicas):
+    """Whether a Deployment is Available with C{replicas} available, as of its generation."""
+    def done(obj):
+        state = obj.get("status") or {}
+        return (any(c.get("type") == "Available" and c.get("status") == "True"
+                    for c in state.get("conditions") or ())
+                and state.get("availableReplicas") == replicas
+                and state.get("observedGeneration") == obj["metadata"]["generation"])
+    return done
+
+
+def rolled_out(obj):
+    """Whether a DaemonSet has every desired pod updated and available."""
+    state = obj.get("status") or {}
+    desired = state.get("desiredNumberScheduled")
+    return bool(desired and state.get("observedGeneration") == obj["metadata"]["generation"]
+                and state.get("updatedNumberScheduled") == desired
+                and state.get("numberAvailable") == desired
+                and not state.get("numberUnavailable"))
 
 
 def deployment_round(orchd, args, round_number):
+    settle(orchd)
     name = f"bench-{round_number}"
     cpu_before = cpu_seconds(orchd.process.pid)
     started = time.monotonic()
     status, data = orchd.request("POST", DEPLOYMENTS, deployment(name, args.replicas))
     if status != 201:
         raise SystemExit(f"deployment create failed: {status} {data[:200]!r}")
-    finished = wait_available(orchd, name, args.replicas)
+    finished = wait_until(orchd, f"{DEPLOYMENTS}/{name}", available(args.replicas),
+                          f"deployment {name} becoming available")
     cpu = cpu_seconds(orchd.process.pid) - cpu_before
     seconds = finished - started
     orchd.request("DELETE", f"{DEPLOYMENTS}/{name}?propagationPolicy=Foreground")
@@ -143,6 +242,67 @@ def wait_gone(orchd, name, timeout=600):
     raise SystemExit(f"the pods of {name} were not deleted in {timeout}s")
 
 
+def daemonset(name, image):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{
+                                      "name": "c", "image": image,
+                                      "resources": {"requests": {"cpu": "10m"}}}]}}}}
+
+
+def daemonset_round(orchd, args, round_number):
+    settle(orchd)
+    name = f"bench-ds-{round_number}"
+    started = time.monotonic()
+    status, data = orchd.request("POST", DAEMONSETS, daemonset(name, "registry.example/bench:1"))
+    if status != 201:
+        raise SystemExit(f"daemonset create failed: {status} {data[:200]!r}")
+    created = wait_until(orchd, f"{DAEMONSETS}/{name}", rolled_out,
+                         f"daemonset {name} rolling out") - started
+    started = time.monotonic()
+    status, data = orchd.request(
+        "PATCH", f"{DAEMONSETS}/{name}",
+        {"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "registry.example/bench:2"}]}}}},
+        content_type="application/strategic-merge-patch+json")
+    if status != 200:
+        raise SystemExit(f"daemonset update failed: {status} {data[:200]!r}")
+    updated = wait_until(orchd, f"{DAEMONSETS}/{name}", rolled_out,
+                         f"daemonset {name} rolling its update out") - started
+    orchd.request("DELETE", f"{DAEMONSETS}/{name}?propagationPolicy=Foreground")
+    wait_gone(orchd, name)
+    return {"rollout_secs": created, "update_secs": updated}
+
+
+def job(name):
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"metadata": {"labels": {"group": "jobs"}},
+                                  "spec": {"restartPolicy": "Never", "containers": [{
+                                      "name": "c", "image": "registry.example/bench:1",
+                                      "resources": {"requests": {"cpu": "10m"}}}]}}}}
+
+
+def jobs_round(orchd, args, workdir, round_number):
+    settle(orchd)
+    creates = pod_creates(orchd, args, workdir)
+    settle(orchd)
+    prefix = f"j{round_number}-"
+    status, data = orchd.request("GET", JOBS + "?limit=1")
+    counter = WatchCounter(orchd, JOBS, prefix, json.loads(data)["metadata"]["resourceVersion"],
+                           complete)
+    counter.target = args.jobs
+    started = time.monotonic()
+    post_all(orchd, ((JOBS, job(f"{prefix}{i:05d}")) for i in range(args.jobs)), threads=16)
+    if not counter.done.wait(900):
+        raise SystemExit(f"only {len(counter.seen)} of {args.jobs} jobs completed")
+    counter.close()
+    completed = args.jobs / (counter.last - started)
+    return {"creates_per_s": creates["rps"], "jobs_per_s": completed,
+            "ratio": completed / creates["rps"], "secs": counter.last - started}
+
+
 def workload_cases(workdir, args, report, selected):
     """The scheduling and deployment cases on one orchd with --sim-nodes simulated nodes."""
     print(f"workloads: one orchd with {args.sim_nodes} simulated nodes", file=sys.stderr)
@@ -150,18 +310,18 @@ def workload_cases(workdir, args, report, selected):
     try:
         orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         wait_nodes(orchd, args.sim_nodes)
-        if "scheduling" in selected:
+        cases = {"scheduling": lambda n: scheduling_round(orchd, args, workdir, n),
+                 "deployment": lambda n: deployment_round(orchd, args, n),
+                 "daemonset": lambda n: daemonset_round(orchd, args, n),
+                 "jobs": lambda n: jobs_round(orchd, args, workdir, n)}
+        for case, one_round in cases.items():
+            if case not in selected:
+                continue
             runs = []
             for round_number in range(args.rounds):
-                print(f"scheduling {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(scheduling_round(orchd, args, workdir, round_number))
-            report["scheduling"] = runs
-        if "deployment" in selected:
-            runs = []
-            for round_number in range(args.rounds):
-                print(f"deployment {round_number + 1}/{args.rounds}", file=sys.stderr)
-                runs.append(deployment_round(orchd, args, round_number))
-            report["deployment"] = runs
+                print(f"{case} {round_number + 1}/{args.rounds}", file=sys.stderr)
+                runs.append(one_round(round_number))
+            report[case] = runs
     finally:
         orchd.stop()
 
@@ -195,3 +355,18 @@ def print_workloads(report):
         print(f"deployment to Available ({len(runs)} rounds, medians): {seconds:.1f} s, "
               f"orchd CPU {share:.0%} of a core "
               f"(rounds {', '.join(format(run['seconds'], '.1f') for run in runs)} s)")
+    runs = report.get("daemonset")
+    if runs:
+        rollout = statistics.median(run["rollout_secs"] for run in runs)
+        update = statistics.median(run["update_secs"] for run in runs)
+        print(f"daemonset ({len(runs)} rounds, medians): rolled out {rollout:.1f} s, "
+              f"rolling update {update:.1f} s (rounds "
+              f"{', '.join(format(run['rollout_secs'], '.1f') for run in runs)} / "
+              f"{', '.join(format(run['update_secs'], '.1f') for run in runs)} s)")
+    runs = report.get("jobs")
+    if runs:
+        med = {key: statistics.median(run[key] for run in runs)
+               for key in ("creates_per_s", "jobs_per_s", "ratio")}
+        print(f"jobs ({len(runs)} rounds, medians): pod creates {med['creates_per_s']:.0f}/s, "
+              f"jobs completed {med['jobs_per_s']:.1f}/s: ratio {med['ratio']:.3f} "
+              f"(rounds {', '.join(format(run['ratio'], '.3f') for run in runs)})")

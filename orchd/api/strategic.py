@@ -13,6 +13,8 @@ formats share.
 
 import json
 
+import orjson
+
 from orchd.api.bounded import parse_json
 from orchd.api.errors import StatusError
 from orchd.api.patchschema import PLAIN, kind_schema
@@ -35,11 +37,24 @@ _DELETE = object()  # a map answered "$patch: delete": its key goes away
 # -- JSON helpers ----------------------------------------------------------
 
 def copy_json(value):
-    """Deep copy of a JSON value; cheaper than copy.deepcopy."""
+    """
+    Deep copy of a JSON value: through orjson (C, several times faster than a
+    walk in Python on a pod), or by a walk for what orjson cannot write
+    (integers past 64 bits).
+    """
+    if not isinstance(value, (dict, list)):
+        return value
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return _walk_copy(value)
+
+
+def _walk_copy(value):
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: _walk_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) for v in value]
+        return [_walk_copy(v) for v in value]
     return value
 
 

@@ -75,4 +75,5 @@ def simulated_node_settings(config):
         return None
     return SimulatedNodeSettings(count=config.simulated_nodes, base_name=config.node_name,
                                  root_dir=config.root_dir, address=config.bind_address,
-                                 capacity=config.simulated_node_capacity)
+                                 capacity=config.simulated_node_capacity,
+                                 endpoint=orchlet_settings(config))

@@ -20,6 +20,7 @@ from twisted.logger import Logger
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
 from orchd.app.clusterinfo import ensure_cluster_info
+from orchd.app.storageclass import ensure_default_storage_class
 from orchd.app.components import Components
 from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
@@ -40,6 +41,7 @@ from orchd.admission.certificates import (
 )
 from orchd.admission.defaultingressclass import DefaultIngressClass
 from orchd.admission.defaultstorageclass import DefaultStorageClass
+from orchd.admission.storageprotection import StorageObjectInUseProtection
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.podsecurity.admission import PodSecurity
@@ -204,6 +206,7 @@ class ControlPlane(MultiService):
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
                      DefaultIngressClass(reads), DefaultStorageClass(reads),
+                     StorageObjectInUseProtection(),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
@@ -358,6 +361,10 @@ class ControlPlane(MultiService):
             await ensure_cluster_info(self.catalog, self.url, self.pki.server_ca_pem)
         except StatusError as e:
             self.log.error("Cannot write cluster-info: {error}", error=e)
+        try:
+            await ensure_default_storage_class(self.catalog)
+        except StatusError as e:
+            self.log.error("Cannot write the default StorageClass: {error}", error=e)
         policy = Deferred.fromCoroutine(self._ensure_policy())
         started = [c.started for c in self if getattr(c, "started", None) is not None]
         await DeferredList(started, consumeErrors=True)

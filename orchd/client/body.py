@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.server.test_proxy -*-
+# -*- test-case-name: tests.server.test_proxy,tests.integration.test_orchlet_agent -*-
 """A request body already in memory, for twisted.web's Agent."""
 
 from twisted.internet.defer import succeed

@@ -14,6 +14,7 @@ from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
+from orchd.controllers.persistentvolume import PersistentVolumeController
 from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
@@ -22,6 +23,7 @@ from orchd.controllers.statefulset import StatefulSetController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
+from orchd.controllers.volumeprotection import PVCProtectionController, PVProtectionController
 
 log = Logger()
 
@@ -88,6 +90,12 @@ CONTROLLERS = {
     "statefulset": (_plain(StatefulSetController), True,
                     (("apps", "statefulsets"), ("apps", "controllerrevisions"), _PODS,
                      ("", "persistentvolumeclaims"))),
+    "persistentvolume-binder": (PersistentVolumeController.from_environment, True,
+                                (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
+                                 ("storage.orch.io", "storageclasses"))),
+    "pvc-protection": (_plain(PVCProtectionController), True,
+                       (("", "persistentvolumeclaims"), _PODS)),
+    "pv-protection": (_plain(PVProtectionController), True, (("", "persistentvolumes"),)),
 }
 
 

@@ -57,6 +57,9 @@ class SimulatedNodeSettings:
         node keeps its credentials under C{<root_dir>/simulated/<name>}.
     @ivar address: the address each reports as its InternalIP.
     @ivar capacity: C{((resource, quantity), ...)}, capacity and allocatable.
+    @ivar endpoint: the local node's L{OrchletSettings}: each simulated node
+        serves its HTTPS endpoint with the same authentication and
+        authorization, on a port of its own.
     """
 
     count = attr.ib()
@@ -64,3 +67,4 @@ class SimulatedNodeSettings:
     root_dir = attr.ib()
     address = attr.ib()
     capacity = attr.ib()
+    endpoint = attr.ib()

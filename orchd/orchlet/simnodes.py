@@ -23,16 +23,22 @@ timers are the runtime's, and the heartbeats of the nodes are spread over
 the renewal interval. Registrations run a few at a time, so that many
 nodes do not open all their connections at once.
 
-Simulated nodes have no HTTPS endpoint of their own: their
-C{daemonEndpoints} port is 0, so C{kubectl logs} and C{nodes/proxy} answer
-that the node has no orchlet port.
+Each node serves its own HTTPS endpoint (L{OrchletEndpoint}) on a free
+port of the local node's address, reported in its C{daemonEndpoints}, with
+the local node's authentication and authorization, so C{kubectl logs},
+C{exec}-free C{nodes/proxy} reads and metrics work for their pods as for
+the local node's. The endpoints share one serving certificate, naming the
+address and every simulated node.
 """
 
 import ipaddress
 import os
 
+import attr
+
 from twisted.application.service import MultiService
 from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore
+from twisted.internet.error import CannotListenError
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
 
@@ -42,7 +48,9 @@ from orchd.orchlet.apiclient import APIClient
 from orchd.orchlet.bootstrap import credential_paths
 from orchd.orchlet.heartbeat import RENEW_INTERVAL
 from orchd.orchlet.podwatch import PodWatch
+from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.service import load_pair, store_pair
+from orchd.orchlet.servingcert import serving_paths
 from orchd.orchlet.simulated import SimulatedRuntime
 
 #: The label every simulated Node carries.
@@ -96,6 +104,21 @@ def node_credentials(pki, root_dir, names):
     return pairs
 
 
+def serving_pair(pki, root_dir, base_name, address, names):
+    """
+    The C{(cert PEM, key PEM)} every simulated node serves with: stored under
+    C{<root_dir>/simulated} while valid, else issued from the cluster CA for
+    C{address}, the loopback names and C{names}. Blocking, as L{node_credentials}.
+    """
+    cert_path, key_path = serving_paths(os.path.join(root_dir, "simulated"))
+    common_name = f"{base_name}-sim"
+    pair = load_pair(cert_path, key_path, common_name)
+    if pair is None:
+        pair = store_pair(cert_path, key_path, pki.issue_serving_certificate(
+            [common_name, address, "localhost", "127.0.0.1", *names]))
+    return pair
+
+
 def _healthy():
     """A simulated node has no pressure of any kind."""
     return {}
@@ -145,6 +168,11 @@ class SimulatedNodes(MultiService):
                                  self.plane.pki, settings.root_dir, names)
         await self._wait(work)
         pairs = await work
+        work = deferToThreadPool(reactor, reactor.getThreadPool(), serving_pair,
+                                 self.plane.pki, settings.root_dir, settings.base_name,
+                                 settings.address, names)
+        await self._wait(work)
+        serving_cert, serving_key = await work
         if not self.running:
             return
         gate = DeferredSemaphore(REGISTRATIONS_AT_ONCE)
@@ -154,8 +182,10 @@ class SimulatedNodes(MultiService):
                             key_pem)
             runtime = SimulatedRuntime(reactor, host_ip=settings.address,
                                        network=pod_network(index))
-            agent = NodeAgent(reactor, api, runtime, name, settings.address,
-                              node_directory(settings.root_dir, name), lambda: 0,
+            directory = node_directory(settings.root_dir, name)
+            endpoint = self._serve(name, directory, runtime, api, serving_cert, serving_key)
+            agent = NodeAgent(reactor, api, runtime, name, settings.address, directory,
+                              lambda endpoint=endpoint: getattr(endpoint, "port", None) or 0,
                               probe=_healthy, capacity=capacity,
                               labels={SIMULATED_LABEL: "true"}, watch_pods=False,
                               stagger=heartbeat_offset(index),
@@ -170,6 +200,21 @@ class SimulatedNodes(MultiService):
         self.log.info("Running {count} simulated nodes: {first} to {last}",
                       count=len(names), first=names[0], last=names[-1])
         self.ready.callback(list(self.agents.values()))
+
+    def _serve(self, name, directory, runtime, api, cert_pem, key_pem):
+        """Node C{name}'s endpoint, listening; None if it cannot listen (out of files)."""
+        endpoint = OrchletEndpoint(
+            self.reactor, attr.evolve(self.settings.endpoint, node_name=name,
+                                      root_dir=directory, port=0),
+            runtime, name, cert_pem, key_pem, self.plane.pki.client_ca_pems, api=api)
+        try:
+            endpoint.setServiceParent(self)
+        except CannotListenError as e:
+            endpoint.disownServiceParent()
+            self.log.warn("Simulated node {node} serves no endpoint: {error}", node=name,
+                          error=e)
+            return None
+        return endpoint
 
     async def _wait(self, deferred):
         """Wait for C{deferred} without changing its result for others; cancellable."""

@@ -34,6 +34,14 @@ def _copy(obj):
     return orjson.loads(orjson.dumps(obj))
 
 
+def _carry_managed_fields(source, target):
+    managed = source["metadata"].get("managedFields")
+    if managed is None:
+        target["metadata"].pop("managedFields", None)
+    else:
+        target["metadata"]["managedFields"] = managed
+
+
 class ResourceStore(ResourceReads):
     """
     Generic CRUD for one resource, through its strategy, on an IStore.
@@ -284,7 +292,11 @@ class ResourceStore(ResourceReads):
         old = self.decode(kv)
         name = old["metadata"]["name"]
         if subresource:
-            obj = strategy.subresource_update(subresource, obj, _copy(old))
+            shaped = strategy.subresource_update(subresource, obj, _copy(old))
+            if tracked:
+                # An apply's managedFields were decided on what it sent: keep them.
+                _carry_managed_fields(obj, shaped)
+            obj = shaped
         elif info.has_status:
             if "status" in old:
                 obj["status"] = old["status"]

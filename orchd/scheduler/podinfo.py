@@ -36,6 +36,18 @@ def _host_ports(spec):
     return tuple(ports)
 
 
+def _claim_names(spec):
+    """The names of the PersistentVolumeClaims the pod's volumes use, in order."""
+    names = []
+    volumes = spec.get("volumes")
+    for volume in volumes if isinstance(volumes, list) else ():
+        source = volume.get("persistentVolumeClaim") if isinstance(volume, dict) else None
+        name = source.get("claimName") if isinstance(source, dict) else None
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
 def _controller_uid(meta):
     refs = meta.get("ownerReferences")
     for ref in refs if isinstance(refs, list) else ():
@@ -62,6 +74,7 @@ class PodInfo:
     @ivar fit_requests: C{(resource, amount)} of the requests the fit check
         compares (those above zero, the pod count aside).
     @ivar host_ports: C{(ip, protocol, port)} it binds on its node.
+    @ivar claims: the names of the PersistentVolumeClaims its volumes use.
     @ivar owner: the uid of its controlling owner, or None.
     @ivar signature: what, when it changes, may make a pod schedulable
         again (its spec, labels and annotations).
@@ -70,8 +83,8 @@ class PodInfo:
     __slots__ = ("key", "namespace", "name", "uid", "resource_version", "node_name",
                  "scheduler_name", "terminal", "deleting", "gated", "priority", "requests",
                  "non_zero", "fit_requests", "non_zero_cpu", "non_zero_memory", "host_ports",
-                 "tolerations", "node_selector", "required", "preferred", "owner", "condition",
-                 "preempt_never", "signature")
+                 "tolerations", "node_selector", "required", "preferred", "claims", "owner",
+                 "condition", "preempt_never", "signature")
 
     def __init__(self, pod):
         meta = pod.get("metadata") or {}
@@ -104,6 +117,7 @@ class PodInfo:
         selector = spec.get("nodeSelector")
         self.node_selector = selector if isinstance(selector, dict) else {}
         self.required, self.preferred = nodeaffinity.compile_affinity(spec.get("affinity"))
+        self.claims = _claim_names(spec)
         self.owner = _controller_uid(meta)
         self.condition = _scheduled_condition(status)
         self.preempt_never = spec.get("preemptionPolicy") == "Never"

@@ -17,11 +17,18 @@ As upstream's C{schedule_one.go}:
     C{Unschedulable}, with the whole message (written only when it
     changed), and waits in the queue for the cluster to change;
   - a binding the API refuses is C{FailedScheduling} with reason
-    C{SchedulerError} and tried again after the pod's backoff.
+    C{SchedulerError} and tried again after the pod's backoff;
+  - a pod with PersistentVolumeClaims is bound only once its claims are
+    (L{orchd.scheduler.volumebinding}: the claims waiting for their first
+    consumer are bound for the chosen node first, the pod assumed there
+    meanwhile); a failure there is C{SchedulerError} too.
 
-Nodes added or changed (in what the scheduler reads), and pods that leave
-a node (deleted or finished), send the unschedulable pods back to be tried.
+Nodes added or changed (in what the scheduler reads), pods that leave a
+node (deleted or finished), and changes of claims, volumes and storage
+classes send the unschedulable pods back to be tried.
 """
+
+import time
 
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
@@ -43,22 +50,36 @@ from orchd.scheduler.podinfo import DEFAULT_SCHEDULER, POD_SCHEDULED, PodInfo
 from orchd.scheduler.queue import IN_FLIGHT, SchedulingQueue
 from orchd.scheduler.selectorspread import SelectorSpread
 from orchd.scheduler.tainttoleration import TaintToleration
+from orchd.scheduler.volumebinding import NAME as VOLUME_BINDING
+from orchd.scheduler.volumebinding import VolumeBinding, VolumeBindingError, VolumeCache
 from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 #: Bindings written at once; past it, deciding waits for one to finish.
 MAX_IN_FLIGHT = 256
-#: Decisions per reactor turn before the reactor serves anything else.
-PER_TURN = 16
+#: Most decisions per reactor turn before the reactor serves anything else.
+PER_TURN = 128
+#: Most seconds of deciding per reactor turn: a turn of the reactor may carry
+#: many requests' work (a hundred simulated nodes' status writes), and the
+#: scheduler gets its share of the turn, not one decision's worth.
+TURN_SECONDS = 0.015
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
 
-def default_framework(random=None):
-    """Upstream's default plugins, in its order, with its weights."""
+def default_framework(random=None, volumes=None):
+    """
+    Upstream's default plugins, in its order, with its weights; with
+    C{volumes} (a L{VolumeCache}), VolumeBinding too.
+    """
     affinity, taints, fit = NodeAffinity(), TaintToleration(), NodeResourcesFit()
-    return Framework(prefilters=(affinity,),
-                     filters=(NodeUnschedulable(), taints, affinity, NodePorts(), fit),
+    prefilters = (affinity,)
+    filters = (NodeUnschedulable(), taints, affinity, NodePorts(), fit)
+    if volumes is not None:
+        binding = VolumeBinding(volumes)
+        prefilters += (binding,)
+        filters += (binding,)
+    return Framework(prefilters=prefilters, filters=filters,
                      scores=(fit, SelectorSpread(), taints, affinity), random=random)
 
 
@@ -80,14 +101,18 @@ class Scheduler(Service):
 
     def __init__(self, catalog, clock, binder=None, recorder=None, framework=None,
                  scheduler_name=DEFAULT_SCHEDULER, max_in_flight=MAX_IN_FLIGHT,
-                 per_turn=PER_TURN):
+                 per_turn=PER_TURN, turn_seconds=TURN_SECONDS, timer=time.perf_counter):
         self._clock = clock
         self._scheduler_name = scheduler_name
         self._max_in_flight = max_in_flight
         self._per_turn = per_turn
+        self._turn_seconds = turn_seconds
+        self._timer = timer
         self._binder = binder or DefaultBinder(catalog)
         self._recorder = recorder or EventRecorder(catalog, clock, DEFAULT_SCHEDULER)
-        self.framework = framework or default_framework()
+        #: Claims, volumes and classes (None when the API serves none).
+        self.volumes = VolumeCache.for_catalog(catalog, clock, on_change=self._volumes_changed)
+        self.framework = framework or default_framework(volumes=self.volumes)
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue(clock, on_ready=self._wake)
         self._pods = catalog.resource("", "pods")
@@ -108,7 +133,8 @@ class Scheduler(Service):
 
     def startService(self):
         super().startService()
-        self.started = start_all([self._node_informer, self._pod_informer])
+        self.started = start_all([self._node_informer, self._pod_informer]
+                                 + (self.volumes.informers if self.volumes else []))
         self.started.addCallbacks(self._synced, lambda f: self.log.failure(
             "The scheduler's informers failed to start", f))
 
@@ -117,12 +143,16 @@ class Scheduler(Service):
         self._wake()
 
     def stopService(self):
-        stop_all([self._pod_informer, self._node_informer])
+        stop_all([self._pod_informer, self._node_informer]
+                 + (self.volumes.informers if self.volumes else []))
         self.queue.stop()
         if self._turn is not None and self._turn.active():
             self._turn.cancel()
         self._turn = None
-        return super().stopService()
+        result = super().stopService()
+        if self.volumes is not None:
+            self.volumes.wake()             # a PreBind waiting ends (not running any more)
+        return result
 
     # -- informers ----------------------------------------------------------
 
@@ -132,6 +162,8 @@ class Scheduler(Service):
                 return
             self._pending.pop(old.key, None)
             self.queue.delete(old.key)
+            if self.volumes is not None:
+                self.volumes.wake()         # a PreBind waiting for it gives up
             if self.cache.remove_pod(old.key) is not None:
                 self.queue.move_all()
             return
@@ -162,6 +194,10 @@ class Scheduler(Service):
         elif key not in self.cache.assumed:
             self.queue.add(key, pod.priority)
 
+    def _volumes_changed(self):
+        """A claim, volume or class changed: pods waiting for one are tried again."""
+        self.queue.move_all()
+
     def _node_changed(self, type, obj, old):
         if type == DELETED:
             name = old.name if old is not None else obj["metadata"]["name"]
@@ -183,6 +219,7 @@ class Scheduler(Service):
 
     def _decide(self):
         self._turn = None
+        ends = self._timer() + self._turn_seconds
         for _ in range(self._per_turn):
             if self._in_flight >= self._max_in_flight or not self.running:
                 return              # a finished binding wakes the loop
@@ -190,6 +227,8 @@ class Scheduler(Service):
             if item is None:
                 return
             self._schedule_one(*item)
+            if self._timer() >= ends:
+                break
         if self.queue.has_active():
             self._wake()
 
@@ -210,17 +249,27 @@ class Scheduler(Service):
             return
         self.cache.assume(pod, node.name)
         self._in_flight += 1
-        Deferred.fromCoroutine(self._bind(pod, node.name)).addErrback(
+        Deferred.fromCoroutine(self._bind(pod, node)).addErrback(
             lambda f: self.log.failure("Binding {key} failed", f, key=key))
 
-    async def _bind(self, pod, node_name):
-        key = pod.key
+    async def _bind(self, pod, node):
+        key, node_name = pod.key, node.name
         try:
+            if pod.claims and self.volumes is not None:
+                await self.volumes.prebind(
+                    pod, node, lambda: self.running and self.queue.where(key) == IN_FLIGHT)
             await self._binder.bind(pod, node_name)
         except Exception as e:
             self.cache.forget(key)
-            if self.queue.where(key) != IN_FLIGHT:
-                return              # deleted, or bound by someone else, meanwhile
+            if self.queue.where(key) != IN_FLIGHT or not self.running:
+                return              # deleted, bound by someone else, or stopped meanwhile
+            if isinstance(e, VolumeBindingError):
+                self.log.info("Binding the volumes of {key} on {node} failed: {why}", key=key,
+                              node=node_name, why=str(e))
+                self.queue.retry(key)
+                self._failed(pod, SCHEDULER_ERROR,
+                             f'running PreBind plugin "{VOLUME_BINDING}": {e}')
+                return
             if isinstance(e, StatusError):
                 why = e.message
                 self.log.debug("Binding {key} to {node} refused: {why}", key=key,

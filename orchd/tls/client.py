@@ -26,6 +26,10 @@ def _certificates(pem_bundle):
             for certificate in x509.load_pem_x509_certificates(pem_bundle)]
 
 
+#: Hosts whose connection creators a policy keeps (a client talks to a few).
+_MAX_CREATORS = 64
+
+
 @implementer(IPolicyForHTTPS)
 class ClientTLSPolicy:
     """
@@ -54,9 +58,23 @@ class ClientTLSPolicy:
         self._verify = verify
         self._server_name = server_name
         self._protocols = protocols
+        self._creators = {}
 
     def creatorForNetloc(self, hostname, port):
-        """A connection creator for C{hostname}: verified unless the policy says not."""
+        """
+        A connection creator for C{hostname}: verified unless the policy says not.
+
+        C{Agent} asks for one on every request, pooled connection or not, and
+        building one builds an OpenSSL context: each host's is kept.
+        """
+        creator = self._creators.get((hostname, port))
+        if creator is None:
+            if len(self._creators) >= _MAX_CREATORS:
+                self._creators.clear()
+            creator = self._creators[hostname, port] = self._creator(hostname)
+        return creator
+
+    def _creator(self, hostname):
         if not self._verify:
             # CertificateOptions is itself a client connection creator; it
             # sends no server name and checks no certificate.

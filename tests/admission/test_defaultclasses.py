@@ -152,12 +152,22 @@ class DefaultStorageClassTests(SynchronousTestCase):
         self.assertEqual(code, 201)
         self.assertNotIn("storageClassName", created["spec"])
 
-    def test_two_defaults_refused(self):
+    def test_newest_of_two_defaults_wins(self):
+        """With two defaults the newer one is set, as upstream's GetDefaultClass picks."""
+        self.storage_class("b", {STORAGE_DEFAULT: "true"})
+        self.api.clock.advance(5)
+        self.storage_class("a", {STORAGE_BETA_DEFAULT: "true"})
+        code, created = self.create()
+        self.assertEqual(code, 201)
+        self.assertEqual(created["spec"]["storageClassName"], "a")
+
+    def test_equally_new_defaults_first_by_name(self):
+        """Two defaults made in the same second: the first by name is set."""
+        self.storage_class("b", {STORAGE_DEFAULT: "true"})
         self.storage_class("a", {STORAGE_DEFAULT: "true"})
-        self.storage_class("b", {STORAGE_BETA_DEFAULT: "true"})
-        code, status = self.create()
-        self.assertEqual(code, 403)
-        self.assertEqual(status["message"],
-                         'persistentvolumeclaims "data" is forbidden: Internal error '
-                         "occurred: 2 default StorageClasses were found")
-        self.assertEqual(self.create(storageClassName="a")[0], 201)
+        self.assertEqual(self.create()[1]["spec"]["storageClassName"], "a")
+
+    def test_upstream_default_annotation(self):
+        """The upstream spelling that public manifests carry also marks the default."""
+        self.storage_class("local-path", {"storageclass.kubernetes.io/is-default-class": "true"})
+        self.assertEqual(self.create()[1]["spec"]["storageClassName"], "local-path")

@@ -87,6 +87,18 @@ class ClientTLSTests(TestCase):
         url = load_orchconfig(self.orchconfig).server
         self.assertEqual(await self.get(client, url), "system:node:n1 -")
 
+    async def test_creator_kept_per_host(self):
+        """Each host's connection creator is built once and serves every connection to it."""
+        cert_pem, key_pem = self.pki.issue_client_certificate("system:node:n1", ["system:nodes"])
+        policy = ClientTLSPolicy(self.pki.ca_pem, cert_pem, key_pem)
+        first = policy.creatorForNetloc(b"127.0.0.1", self.port.getHost().port)
+        self.assertIs(policy.creatorForNetloc(b"127.0.0.1", self.port.getHost().port), first)
+        self.assertIsNot(policy.creatorForNetloc(b"localhost", self.port.getHost().port), first)
+        client = HTTPClient(Agent(reactor, contextFactory=policy, pool=self.pool))
+        url = load_orchconfig(self.orchconfig).server
+        self.assertEqual(await self.get(client, url), "system:node:n1 -")
+        self.assertEqual(await self.get(client, url), "system:node:n1 -")
+
     async def test_no_client_certificate(self):
         """Without a client certificate the server sees an anonymous peer."""
         client = HTTPClient(Agent(

@@ -60,13 +60,19 @@ class SimulatedNodesTests(TestCase):
             "GET", "/api/v1/nodes?labelSelector=orchlet.orch.io%2Fsimulated%3Dtrue")
         self.assertEqual(code, 200, nodes)
         self.assertEqual(sorted(n["metadata"]["name"] for n in nodes["items"]), NAMES)
+        ports = set()
         for node in nodes["items"]:
             ready = {c["type"]: c["status"] for c in node["status"]["conditions"]}["Ready"]
             self.assertEqual(ready, "True")
             self.assertEqual(node["status"]["capacity"],
                              {"cpu": "32", "memory": "256Gi", "pods": "110"})
             self.assertEqual(node["status"]["allocatable"], node["status"]["capacity"])
-            self.assertEqual(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"], 0)
+            ports.add(node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"])
+            # Its own endpoint, reached through the API server's node proxy.
+            code, health = await self.server.call(
+                "GET", f"/api/v1/nodes/{node['metadata']['name']}/proxy/healthz")
+            self.assertEqual((code, health), (200, "ok"))
+        self.assertEqual(len(ports - {0}), 3)
         for agent in self.agents:
             lease = await self.until(lambda: self.get(f"{LEASES}/{agent.node_name}"),
                                      f"the lease of {agent.node_name}")
@@ -120,6 +126,10 @@ class SimulatedNodesTests(TestCase):
         self.assertEqual(by_reason["Started"]["involvedObject"]["fieldPath"],
                          "spec.containers{web}")
 
+        # Its log comes from its own node's endpoint.
+        code, log = await self.server.call("GET", f"{PODS}/p1/log")
+        self.assertEqual(code, 200, log)
+        self.assertIn("started", log)
         code, body = await self.server.call("DELETE", f"{PODS}/p1")
         self.assertEqual(code, 200, body)
         self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 30)

@@ -79,6 +79,13 @@ class GracefulDeleteTests(SynchronousTestCase):
         self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 3)
         self.assertEqual(body["metadata"]["deletionTimestamp"], "2023-11-14T22:13:23Z")
 
+    def test_negative_grace_is_one_second(self):
+        """A negative gracePeriodSeconds is read as 1 s, as upstream's delete path does."""
+        self.create(pod())
+        code, body = self.delete(gracePeriodSeconds=-5)
+        self.assertEqual(code, 200, body)
+        self.assertEqual(body["metadata"]["deletionGracePeriodSeconds"], 1)
+
     def test_query_grace_period(self):
         """?gracePeriodSeconds= is read as the body's field is."""
         self.create(pod())

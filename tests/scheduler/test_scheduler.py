@@ -239,6 +239,18 @@ class SchedulerTests(SynchronousTestCase):
         self.settle()
         self.assertEqual(sum(self.node_of(f"p{i}") is not None for i in range(10)), 10)
 
+    def test_turns_are_bounded_in_time(self):
+        """A turn ends once its time is used up, however many decisions it may still make."""
+        self.add_node("n1", pods="500")
+        ticks = iter(range(10_000))
+        self.start(per_turn=100, turn_seconds=3, timer=lambda: next(ticks))
+        for i in range(10):
+            self.add_pod(f"p{i}")
+        one_turn(self.api.clock)
+        self.assertEqual(sum(self.node_of(f"p{i}") is not None for i in range(10)), 3)
+        self.settle()
+        self.assertEqual(sum(self.node_of(f"p{i}") is not None for i in range(10)), 10)
+
     def test_stop(self):
         """A stopped scheduler binds nothing more and leaves no timer of its own."""
         self.add_node("n1")

@@ -88,6 +88,27 @@ class ApplyTests(SynchronousTestCase):
         self.assertEqual(code, 409)
         self.assertIn('conflict with "editor" using v1', status["message"])
 
+    def test_status_apply_records_its_manager(self):
+        """An apply to /status is credited to its manager, for the status subresource."""
+        rs = "/apis/apps/v1/namespaces/default/replicasets"
+        template = {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        self.api.call("POST", rs, {"metadata": {"name": "r"}, "spec": {
+            "replicas": 0, "selector": {"matchLabels": {"a": "b"}}, "template": template}})
+        body = yaml.safe_dump({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                               "metadata": {"name": "r"},
+                               "status": {"replicas": 0, "conditions": [{
+                                   "type": "Custom", "status": "True", "reason": "R"}]}})
+        code, obj, _ = self.api.call("PATCH", f"{rs}/r/status?fieldManager=tester",
+                                     body.encode(), content_type=APPLY)
+        self.assertEqual(code, 200, obj)
+        self.assertEqual(obj["status"]["conditions"][0]["type"], "Custom")
+        [entry] = [e for e in obj["metadata"]["managedFields"] if e["manager"] == "tester"]
+        self.assertEqual((entry["operation"], entry["subresource"]), ("Apply", "status"))
+        self.assertIn("f:conditions", entry["fieldsV1"]["f:status"])
+        stored = self.api.call("GET", f"{rs}/r")[1]
+        self.assertIn("tester", [e["manager"] for e in stored["metadata"]["managedFields"]])
+
 
 class FieldValidationTests(SynchronousTestCase):
     def setUp(self):

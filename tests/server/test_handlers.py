@@ -601,10 +601,12 @@ class PropagationTests(SynchronousTestCase):
                                                              "propagationPolicy": "Orphan"})
         self.assertEqual(code, 422)
 
-    def test_negative_grace_is_422(self):
-        """gracePeriodSeconds must not be negative."""
+    def test_grace_must_be_an_integer(self):
+        """gracePeriodSeconds that is not an integer is refused; a negative one is taken."""
         self.assertEqual(self.api.call("DELETE", CM + "/owner",
-                                       {"gracePeriodSeconds": -1})[0], 422)
+                                       {"gracePeriodSeconds": 1.5})[0], 422)
+        self.assertEqual(self.api.call("DELETE", CM + "/owner",
+                                       {"gracePeriodSeconds": -1})[0], 200)
 
 
 class KindFieldSelectorTests(SynchronousTestCase):

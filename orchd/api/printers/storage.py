@@ -9,10 +9,14 @@ from orchd.api.printers.base import (
     field, name_column,
 )
 
-#: [renamed] Annotations that make a storage class the default (stable and beta spellings).
+#: [renamed] Annotations that make a storage class the default (stable and beta
+#: spellings), and [COMPAT] upstream's, which public manifests and
+#: provisioners' charts set.
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.orch.io/is-default-class",
     "storageclass.beta.orch.io/is-default-class",
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
 )
 
 

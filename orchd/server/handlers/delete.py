@@ -45,9 +45,10 @@ async def delete_options(scope):
         if dry_run != ["All"]:
             errors.append(FieldError.not_supported("dryRun", dry_run, ["All"]))
         scope.ctx.dry_run = True
-    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int) or grace < 0):
-        errors.append(FieldError.invalid("gracePeriodSeconds", grace,
-                                         "must be greater than or equal to 0"))
+    # A negative grace period is read as 1 s further on (registry/gracefuldelete.py), as
+    # upstream; only what is not an integer is refused.
+    if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+        errors.append(FieldError.invalid("gracePeriodSeconds", grace, "must be an integer"))
     if errors:
         raise StatusError.invalid("DeleteOptions", "meta.k8s.io", "", errors)
     if orphan is not None:
