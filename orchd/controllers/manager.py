@@ -8,6 +8,7 @@ from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
 from orchd.controllers.deployment import DeploymentController
+from orchd.controllers.disruption import DisruptionController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
@@ -81,6 +82,8 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "disruption": (_plain(DisruptionController), True,
+                   (("policy", "poddisruptionbudgets"), _PODS)),
 }
 
 
