@@ -183,11 +183,3 @@ class DisruptionControllerTests(SynchronousTestCase):
         status = self.status()
         self.assertEqual(status["observedGeneration"], 2)
         self.assertEqual(self.counts(), (2, 2, 2, 0))
-
-    def test_invalid_selector_fails_safe(self):
-        """A selector the API cannot parse fails safe instead of retrying forever."""
-        self.bare_pods(1)
-        self.h.call("POST", PDBS, budget(minAvailable=1, selector={"matchExpressions": [
-            {"key": "app", "operator": "Near", "values": ["web"]}]}), 201)
-        self.assertEqual(self.condition(), (
-            "False", "SyncFailed", '"Near" is not a valid label selector operator'))

@@ -30,6 +30,7 @@ from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
+from orchd.registry.kinds.disruptionbudget import PodDisruptionBudgetStrategy
 from orchd.registry.kinds.event import (
     EVENT_FIELDS, EVENTS_V1_FIELDS, EventStrategy, EventsV1EventStrategy,
 )
@@ -42,8 +43,7 @@ from orchd.registry.kinds.rbac import (
 from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from orchd.registry.kinds.statusfields import (
-    HorizontalPodAutoscalerStrategy, IngressStrategy, PodDisruptionBudgetStrategy,
-    VolumeAttachmentStrategy,
+    HorizontalPodAutoscalerStrategy, IngressStrategy, VolumeAttachmentStrategy,
 )
 from orchd.registry.kinds.workloads import (
     DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
