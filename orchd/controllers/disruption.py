@@ -25,28 +25,75 @@ conflicts, and the budget is synced again from the newer state.
 Budgets are synced when they change, when a pod they select (before or
 after the change) changes, and when a scalable controller of their
 namespace is created, rescaled or deleted.
+
+A pod left with C{DisruptionTarget=True} for two minutes without being
+deleted (its eviction failed after marking it) has the condition reset to
+False, as upstream does.
 """
 
 from collections import defaultdict
 
 from orchd.api.disruption import (
-    DELETION_TIMEOUT, conditions_up_to_date, sync_failed, update_disruption_allowed,
+    DELETION_TIMEOUT, DISRUPTION_TARGET, conditions_up_to_date, sync_failed,
+    update_disruption_allowed,
 )
 from orchd.api.errors import StatusError
+from orchd.api.meta import rfc3339
 from orchd.api.selectors import selector_from_label_selector_object
 from orchd.controllers.base import CacheSyncedController
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
-from orchd.controllers.podstate import controller_ref, is_ready, keep_pod, parse_time, pod_key
+from orchd.controllers.podstate import (
+    FAILED, SUCCEEDED, controller_ref, is_ready, keep_pod, parse_time, pod_key,
+)
 from orchd.registry.context import RequestContext
 from orchd.storage.interfaces import DELETED
 
 COMPONENT = "controllermanager"
 MANAGER = "disruption-controller"
+#: How long a pod may carry C{DisruptionTarget=True} without being deleted
+#: before the condition is reset to False (upstream's C{stalePodDisruptionTimeout}).
+STALE_DISRUPTION_TIMEOUT = 120.0
+#: The reason the node agent gives the condition; never stale (upstream).
+TERMINATION_BY_KUBELET = "TerminationByKubelet"
+#: Queue keys of pods (whose DisruptionTarget may go stale), apart from budgets'.
+_POD = "pod:"
 #: The controllers whose scale counts: C{(group, resource, kind)}.
 SCALED = (("", "replicationcontrollers", "ReplicationController"),
           ("apps", "deployments", "Deployment"),
           ("apps", "replicasets", "ReplicaSet"),
           ("apps", "statefulsets", "StatefulSet"))
+
+
+def _keep_pod(pod):
+    """L{keep_pod}, with the C{DisruptionTarget} condition when the pod has one."""
+    kept = keep_pod(pod)
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == DISRUPTION_TARGET:
+            kept["status"].setdefault("conditions", []).append(
+                {key: condition.get(key) for key in
+                 ("type", "status", "reason", "lastTransitionTime")})
+    return kept
+
+
+def stale_disruption_wait(pod, now):
+    """
+    Seconds until the pod's C{DisruptionTarget=True} is stale, 0 when it is,
+    None when it has none that can be: the pod is being deleted or has
+    finished, or the node agent set it (upstream's rules).
+    """
+    if pod["metadata"].get("deletionTimestamp"):
+        return None
+    status = pod.get("status") or {}
+    if status.get("phase") in (SUCCEEDED, FAILED):
+        return None
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == DISRUPTION_TARGET:
+            if condition.get("status") != "True" or \
+                    condition.get("reason") == TERMINATION_BY_KUBELET:
+                return None
+            since = parse_time(condition.get("lastTransitionTime")) or now
+            return max(since + STALE_DISRUPTION_TIMEOUT - now, 0.0)
+    return None
 
 
 class SyncError(Exception):
@@ -113,7 +160,7 @@ class DisruptionController(CacheSyncedController):
         self._selectors = {}
         self._pod_keys = defaultdict(set)
         self._budgets = self.follow("policy", "poddisruptionbudgets", self._budget_changed)
-        self._pods = self.follow("", "pods", self._pod_changed, keep=keep_pod)
+        self._pods = self.follow("", "pods", self._pod_changed, keep=_keep_pod)
         #: (group, kind) -> (informer, key prefix) of the controllers whose scale counts.
         self._scaled = {}
         for group, resource, kind in SCALED:
@@ -148,7 +195,10 @@ class DisruptionController(CacheSyncedController):
             self._pod_keys[namespace].discard(key)
         else:
             self._pod_keys[namespace].add(key)
-            if old is not None and keep_pod(obj) == old:
+            kept = _keep_pod(obj)
+            if stale_disruption_wait(kept, self._clock.seconds()) is not None:
+                self.enqueue(_POD + key)
+            if old is not None and kept == old:
                 return
         labels = [meta.get("labels") or {}]
         if old is not None:
@@ -169,6 +219,9 @@ class DisruptionController(CacheSyncedController):
     # -- sync --------------------------------------------------------------------
 
     async def _sync(self, key):
+        if key.startswith(_POD):
+            await self._sync_stale_disruption(key[len(_POD):])
+            return
         budget = self._budgets.cache.get(self._prefix + key)
         if budget is None:
             return
@@ -311,6 +364,45 @@ class DisruptionController(CacheSyncedController):
             kept[meta["name"]] = stamp
             recheck = expires if recheck is None else min(recheck, expires)
         return kept, recheck
+
+    async def _sync_stale_disruption(self, key):
+        """
+        Reset a C{DisruptionTarget=True} left on a pod that was never deleted
+        (its eviction or deletion failed after the condition was written).
+        """
+        pod = self._pods.cache.get(self._pod_prefix + key)
+        if pod is None:
+            return
+        wait = stale_disruption_wait(pod, self._clock.seconds())
+        if wait is None:
+            return
+        if wait > 0:
+            self.enqueue(_POD + key, after=wait)
+            return
+        uid = pod["metadata"]["uid"]
+        now = self._clock.seconds()
+
+        def reset(current):
+            if current["metadata"].get("uid") != uid or \
+                    stale_disruption_wait(current, now) != 0:
+                return None     # another pod of that name, or no longer stale
+            status = current["status"]
+            status["conditions"] = [
+                dict(c, status="False", lastTransitionTime=rfc3339(now))
+                if isinstance(c, dict) and c.get("type") == DISRUPTION_TARGET else c
+                for c in status["conditions"]]
+            return current
+
+        namespace, name = key.split("/", 1)
+        ctx = RequestContext(self._catalog.system_context().user, namespace,
+                             field_manager=MANAGER)
+        try:
+            await self._catalog.resource("", "pods").rewrite(ctx, name, reset)
+        except StatusError as e:
+            if e.code != 404:
+                raise
+            return
+        self.log.info("Reset stale DisruptionTarget condition of pod {key} to False", key=key)
 
     # -- writes ------------------------------------------------------------------
 

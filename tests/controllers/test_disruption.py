@@ -183,3 +183,24 @@ class DisruptionControllerTests(SynchronousTestCase):
         status = self.status()
         self.assertEqual(status["observedGeneration"], 2)
         self.assertEqual(self.counts(), (2, 2, 2, 0))
+
+    def test_stale_disruption_target_is_reset(self):
+        """DisruptionTarget=True on a pod still not deleted two minutes later is reset to False."""
+        self.bare_pods(2)
+        stamp = rfc3339(self.h.clock.seconds())
+        for name in ("web-0", "web-1"):
+            self.h.patch(f"{PODS}/{name}/status", {"status": {"conditions": [
+                {"type": "Ready", "status": "True", "lastTransitionTime": stamp},
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                 "lastTransitionTime": stamp}]}})
+        self.h.call("DELETE", f"{PODS}/web-1", code=200)      # going: its condition stands
+
+        def target(name):
+            pod = self.h.get(f"{PODS}/{name}")
+            return [c["status"] for c in pod["status"]["conditions"]
+                    if c["type"] == "DisruptionTarget"]
+
+        self.h.clock.advance(119)
+        self.assertEqual((target("web-0"), target("web-1")), (["True"], ["True"]))
+        self.h.clock.advance(2)
+        self.assertEqual((target("web-0"), target("web-1")), (["False"], ["True"]))
