@@ -2,8 +2,8 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.api.proto.envelope import codec
 from orchd.auth.user import AUTHENTICATED, UserInfo
-from orchd.auth.authz.rbac import RBACAuthorizer
 from orchd.registry.eviction import MULTIPLE_BUDGETS, VIOLATION
 from tests.support import ADMIN, APIHarness
 
@@ -204,6 +204,19 @@ class EvictionTests(SynchronousTestCase):
         """A policy/v1beta1 Eviction is taken as upstream takes it."""
         self.pod()
         self.assertEqual(self.evict(body=eviction(version="policy/v1beta1"))[0], 201)
+
+    def test_protobuf_eviction(self):
+        """A protobuf Eviction (as typed Go clients may send) evicts, answered in protobuf."""
+        proto = codec()
+        self.pod()
+        content = b"application/vnd.kubernetes.protobuf"
+        code, raw, _ = self.api.call(
+            "POST", f"{PODS}/web-1/eviction",
+            proto.encode(eviction(deleteOptions={"gracePeriodSeconds": 0})),
+            headers={b"accept": content}, content_type=content)
+        self.assertEqual(code, 201)
+        self.assertEqual(proto.decode(raw)["status"], "Success")
+        self.assertIsNone(self.get(f"{PODS}/web-1"))
 
     def test_hostile_bodies(self):
         """Malformed Evictions are 400 or 422, never a 500."""
