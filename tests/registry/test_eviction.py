@@ -74,7 +74,7 @@ class EvictionTests(SynchronousTestCase):
                        "message": "Eviction API: evicting"}, pod["status"]["conditions"])
 
     def test_budget_is_spent_before_the_pod_goes(self):
-        """An allowed eviction decrements disruptionsAllowed and records the pod in disruptedPods."""
+        """An allowed eviction decrements disruptionsAllowed and enters the pod in disruptedPods."""
         self.pod()
         self.budget(allowed=1)
         self.assertEqual(self.evict()[0], 201)
