@@ -113,6 +113,24 @@ class EvictionTests(SynchronousTestCase):
         self.assertNotIn("deletionTimestamp", self.get(f"{PODS}/web-2")["metadata"])
         self.assertEqual(self.get(f"{PDBS}/web")["status"]["disruptedPods"], {"web-1": NOW})
 
+    def test_decision_from_a_stale_budget_is_made_again(self):
+        """An eviction starting from a budget as it was before another spent it gets 429."""
+        self.pod("web-1")
+        self.pod("web-2")
+        self.budget(allowed=1, current=2, desired=1)
+        budgets = self.api.catalog.resource("policy", "poddisruptionbudgets")
+        key = budgets.info.key("default", "web")
+        stale = budgets.cache.get(key)
+        self.assertEqual(self.evict("web-1")[0], 201)
+        # The second eviction reads the budget as a lagging cache would hold it.
+        self.patch(budgets.cache, "get", lambda k: stale if k == key else None)
+        code, answer, _ = self.evict("web-2")
+        self.assertEqual((code, answer["message"]), (429, VIOLATION))
+        self.assertNotIn("deletionTimestamp", self.get(f"{PODS}/web-2")["metadata"])
+        status = self.get(f"{PDBS}/web")["status"]
+        self.assertEqual((status["disruptionsAllowed"], status["disruptedPods"]),
+                         (0, {"web-1": NOW}))
+
     def test_stale_budget_is_429_with_retry_after(self):
         """A budget whose observedGeneration lags its generation is 429 with Retry-After 10."""
         self.pod()
