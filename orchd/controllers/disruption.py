@@ -195,7 +195,7 @@ class DisruptionController(CacheSyncedController):
             self._pod_keys[namespace].discard(key)
         else:
             self._pod_keys[namespace].add(key)
-            kept = _keep_pod(obj)
+            kept = self._pods.cache.get(self._pod_prefix + key) or _keep_pod(obj)
             if stale_disruption_wait(kept, self._clock.seconds()) is not None:
                 self.enqueue(_POD + key)
             if old is not None and kept == old:
