@@ -300,10 +300,9 @@ class PodEviction:
                 raise _not_of_type(value, f"Preconditions.preconditions.{field}", "string")
         errors = []
         grace = document.get("gracePeriodSeconds")
-        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)
-                                  or grace < 0):
-            errors.append(FieldError.invalid("gracePeriodSeconds", grace,
-                                             "must be greater than or equal to 0"))
+        # A negative grace period is read as 1 s by the pod's delete, as upstream.
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+            errors.append(FieldError.invalid("gracePeriodSeconds", grace, "must be an integer"))
         policy = document.get("propagationPolicy")
         if policy is not None and policy not in _POLICIES:
             errors.append(FieldError.not_supported("propagationPolicy", policy, _POLICIES))

@@ -204,6 +204,13 @@ class EvictionTests(SynchronousTestCase):
                          201)
         self.assertIsNone(self.get(f"{PODS}/web-1"))
 
+    def test_negative_grace_period_is_one_second(self):
+        """A negative gracePeriodSeconds is read as 1 s, as a pod's delete reads it."""
+        self.pod()
+        self.assertEqual(self.evict(body=eviction(deleteOptions={"gracePeriodSeconds": -5}))[0],
+                         201)
+        self.assertEqual(self.get(f"{PODS}/web-1")["metadata"]["deletionGracePeriodSeconds"], 1)
+
     def test_preconditions(self):
         """A uid or resourceVersion precondition the pod does not meet is 409, pod untouched."""
         created = self.pod()
@@ -248,9 +255,9 @@ class EvictionTests(SynchronousTestCase):
              "namespace"),
             (dict(eviction(), metadata="web-1"), 400, "cannot unmarshal string"),
             (eviction(deleteOptions="now"), 400, "cannot unmarshal string"),
-            (eviction(deleteOptions={"gracePeriodSeconds": -1}), 422,
-             "must be greater than or equal to 0"),
-            (eviction(deleteOptions={"gracePeriodSeconds": "5"}), 422, "gracePeriodSeconds"),
+            (eviction(deleteOptions={"gracePeriodSeconds": "5"}), 422,
+             'gracePeriodSeconds: Invalid value: "5": must be an integer'),
+            (eviction(deleteOptions={"gracePeriodSeconds": 1.5}), 422, "must be an integer"),
             (eviction(deleteOptions={"preconditions": []}), 400, "cannot unmarshal array"),
             (eviction(deleteOptions={"preconditions": {"uid": 5}}), 400,
              "cannot unmarshal number"),
