@@ -90,6 +90,15 @@ class EvictionServerTests(TestCase):
         going = [(await self.get(f"{PODS}/web-{i}")) for i in range(2)]
         self.assertEqual(sum(1 for p in going if p is None or
                              p["metadata"].get("deletionTimestamp")), 1)
+        await self.evicted_pods_gone()
+
+    async def evicted_pods_gone(self):
+        """Wait for the nodes to finish the evicted pods, so the test ends with them at rest."""
+        async def gone():
+            listing = await self.get(PODS)
+            return not any(p["metadata"].get("deletionTimestamp") for p in listing["items"])
+
+        await until(self, gone, "the evicted pods to be gone")
 
     async def test_python_client_reads_budget_and_evicts(self):
         """The official client reads a counted budget and creates Evictions (201, then 429)."""
@@ -127,6 +136,7 @@ class EvictionServerTests(TestCase):
         self.assertIsNotNone(refused, "the second eviction was not refused")
         self.assertEqual(refused.status, 429)
         self.assertIn(VIOLATION, refused.body)
+        await self.evicted_pods_gone()
 
 
 class DrainTests(KubectlMixin, TestCase):
