@@ -143,6 +143,22 @@ class EvictionTests(SynchronousTestCase):
             "retryAfterSeconds": 10})
         self.assertEqual(headers.getRawHeaders(b"retry-after"), [b"10"])
 
+    def test_broken_budget_status_is_403(self):
+        """A negative disruptionsAllowed, or over 2000 disruptedPods, forbids evictions (403)."""
+        self.pod()
+        self.budget(allowed=-1)
+        code, answer, _ = self.evict()
+        self.assertEqual((code, answer["message"]), (403, 'poddisruptionbudget.policy "web" is '
+                                                          'forbidden: pdb disruptions allowed is '
+                                                          'negative'))
+        disrupted = {f"gone-{i}": NOW for i in range(2001)}
+        self.api.call("PATCH", f"{PDBS}/web/status", {"status": {
+            "disruptionsAllowed": 5, "disruptedPods": disrupted}}, content_type=MERGE)
+        code, answer, _ = self.evict()
+        self.assertEqual(code, 403)
+        self.assertIn("DisruptedPods map too big", answer["message"])
+        self.assertNotIn("deletionTimestamp", self.get(f"{PODS}/web-1")["metadata"])
+
     def test_two_budgets_are_500(self):
         """A pod two budgets select cannot be evicted (500, upstream's message)."""
         self.pod()
