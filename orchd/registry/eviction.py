@@ -165,8 +165,10 @@ class PodEviction:
         return None     # not reached: the last attempt returns or raises
 
     async def _spend_budget_and_delete(self, ctx, name, pod, options):
-        budgets = self._selecting_budgets(pod, await self._budgets.list(
-            RequestContext(ctx.user, ctx.namespace), ListOptions(resource_version="0")))
+        budgets = []
+        if self._budgets is not None:   # None: --runtime-config turned policy/v1 off
+            budgets = self._selecting_budgets(pod, await self._budgets.list(
+                RequestContext(ctx.user, ctx.namespace), ListOptions(resource_version="0")))
         if len(budgets) > 1:
             raise StatusError(500, "", MULTIPLE_BUDGETS)
         pinned, budget_name = options, None

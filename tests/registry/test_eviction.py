@@ -299,6 +299,18 @@ class EvictionTests(SynchronousTestCase):
         self.assertEqual(self.api.call("GET", f"{PODS}/web-1/eviction")[0], 405)
 
 
+class NoBudgetsServedTests(SynchronousTestCase):
+    def test_eviction_without_policy_group(self):
+        """With policy/v1 switched off, a running pod is evicted as if no budget selected it."""
+        api = APIHarness(runtime_config="policy/v1=false")
+        self.assertIsNone(api.catalog.resource("policy", "poddisruptionbudgets"))
+        api.call("POST", PODS, {"metadata": {"name": "web-1"}, "spec": {
+            "nodeName": "node-1", "containers": [{"name": "c", "image": "nginx"}]}})
+        api.call("PATCH", f"{PODS}/web-1/status", {"status": {"phase": "Running"}},
+                 content_type=MERGE)
+        self.assertEqual(api.call("POST", f"{PODS}/web-1/eviction", eviction())[0], 201)
+
+
 class EvictionAuthorizationTests(SynchronousTestCase):
     def test_eviction_needs_create_on_pods_eviction(self):
         """Evicting is authorized as create of pods/eviction: delete of pods is not enough."""
