@@ -8,6 +8,7 @@ from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
 from orchd.controllers.deployment import DeploymentController
+from orchd.controllers.disruption import DisruptionController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
@@ -89,6 +90,8 @@ CONTROLLERS = {
     "pvc-protection": (_plain(PVCProtectionController), True,
                        (("", "persistentvolumeclaims"), _PODS)),
     "pv-protection": (_plain(PVProtectionController), True, (("", "persistentvolumes"),)),
+    "disruption": (_plain(DisruptionController), True,
+                   (("policy", "poddisruptionbudgets"), _PODS)),
 }
 
 
