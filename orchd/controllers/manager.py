@@ -11,6 +11,7 @@ from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
+from orchd.controllers.job import JobController
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
 from orchd.controllers.podgc import PodGarbageCollector
@@ -81,6 +82,7 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
 }
 
 
