@@ -21,6 +21,7 @@ from orchd.controllers.serviceaccounts import ServiceAccountsController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
+from orchd.controllers.ttlafterfinished import TTLAfterFinishedController
 
 log = Logger()
 
@@ -83,6 +84,7 @@ CONTROLLERS = {
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
     "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
+    "ttl-after-finished": (_plain(TTLAfterFinishedController), True, (("batch", "jobs"),)),
 }
 
 
