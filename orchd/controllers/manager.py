@@ -7,6 +7,7 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.cronjob import CronJobController
 from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
@@ -85,6 +86,7 @@ CONTROLLERS = {
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
     "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
     "ttl-after-finished": (_plain(TTLAfterFinishedController), True, (("batch", "jobs"),)),
+    "cronjob": (_plain(CronJobController), True, (("batch", "cronjobs"), ("batch", "jobs"))),
 }
 
 
