@@ -88,6 +88,7 @@ class JobController(CacheSyncedController):
         self._uncounting = defaultdict(set)
         #: Job uid -> (failures in a row, time of the last).
         self._failures = {}
+        self._names = defaultdict(set)
         self._jobs = self.follow("batch", "jobs", self._job_changed)
         self._pods = self.follow("", "pods", self._pod_changed, keep=ju.keep_job_pod)
 
@@ -95,8 +96,14 @@ class JobController(CacheSyncedController):
 
     def _job_changed(self, type, obj, old):
         meta = obj["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
-        if type == DELETED:
+        namespace = meta.get("namespace", "")
+        key = f"{namespace}/{meta['name']}"
+        if type != DELETED:
+            self._names[namespace].add(meta["name"])
+        else:
+            self._names[namespace].discard(meta["name"])
+            if not self._names[namespace]:
+                del self._names[namespace]
             uid = meta.get("uid")
             for pod_name in sorted(self._owned.get(uid, ())):
                 self.enqueue(_ORPHAN + pod_name)
@@ -159,10 +166,10 @@ class JobController(CacheSyncedController):
         self.enqueue(key)
 
     def _enqueue_matching(self, namespace, labels):
-        prefix = f"{self._job_prefix}{namespace}/"
-        for cache_key, job in self._jobs.cache.items():
-            if cache_key.startswith(prefix) and _selector(job).matches(labels or {}):
-                self.enqueue(f"{namespace}/{job['metadata']['name']}")
+        for name in sorted(self._names.get(namespace, ())):
+            job = self._jobs.cache.get(f"{self._job_prefix}{namespace}/{name}")
+            if job is not None and _selector(job).matches(labels or {}):
+                self.enqueue(f"{namespace}/{name}")
 
     # -- helpers ---------------------------------------------------------------------
 

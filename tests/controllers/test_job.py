@@ -3,6 +3,7 @@
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers import jobutil as ju
+from orchd.controllers.garbagecollector import GarbageCollector
 from tests.controllers.jobsupport import JOBS, JobHarness, job
 from tests.controllers.workloadsupport import PODS, pod
 
@@ -246,6 +247,19 @@ class JobTests(SynchronousTestCase):
         self.h.call("DELETE", f"{JOBS}/pi?propagationPolicy=Orphan", code=200)
         self.h.clock.advance(0)
         self.assertNotIn("finalizers", self.h.get(f"{PODS}/{name}")["metadata"])
+
+    def test_job_deleted_pods_collected(self):
+        """Deleting a Job (background) lets the garbage collector delete its pods, finished or not."""
+        self.h.start(GarbageCollector(self.h.api.catalog, self.h.clock))
+        self.create(completions=2, parallelism=2)
+        first, second = self.h.pod_names()
+        self.h.finish(first)
+        self.h.set_pod_status(second)
+        self.h.call("DELETE", f"{JOBS}/pi", code=200)
+        self.h.clock.advance(1)
+        self.h.finish_deletions()
+        self.h.clock.advance(1)
+        self.assertEqual(self.h.all_pods(), [])
 
     def test_adopts_matching_orphan(self):
         """An orphan pod matching a manual selector is adopted and counted."""
