@@ -146,7 +146,7 @@ class JobController(CacheSyncedController):
         namespace = meta.get("namespace", "")
         ref = ju.owned_by_job(kept)
         if ref is None:
-            if type != DELETED and old is None:
+            if type != DELETED and old is None and controller_ref(meta) is None:
                 self._enqueue_matching(namespace, meta.get("labels"))
             return
         if type == DELETED or not ju.has_tracking_finalizer(kept):
