@@ -356,7 +356,9 @@ class JobController(CacheSyncedController):
                     or (finishing and pod["metadata"].get("deletionTimestamp")):
                 action, message = ju.failure_policy_action(job, pod)
                 release.append(pod)
-                if action == "Ignore":
+                index = ju.completion_index(pod)
+                if action == "Ignore" or (indexed and (index is None or index >= total)):
+                    # Ignored, or an index the Job no longer has: not a failure.
                     continue
                 if action == "FailJob" and fail_job is None:
                     fail_job = message
@@ -462,25 +464,33 @@ class JobController(CacheSyncedController):
         want = ju.parallelism(job)
         total = ju.completions(job)
         succeeded = status.get("succeeded") or 0
+        surplus = []
         if ju.is_indexed(job):
             done = ju.parse_indexes(status.get("completedIndexes"), total)
-            running = {ju.completion_index(p) for p in active}
+            running = set()
+            for pod in _removal_order(active)[::-1]:
+                index = ju.completion_index(pod)
+                # An index out of range (completions lowered), already done, or
+                # run twice: the pod goes (upstream keeps one pod per index).
+                if index is None or index >= total or index in done or index in running:
+                    surplus.append(pod)
+                else:
+                    running.add(index)
+            kept = len(active) - len(surplus)
             pending = [i for i in range(total) if i not in done and i not in running]
-            count = min(max(want - len(active), 0), len(pending))
-            indexes = pending[:count]
+            want = min(want, kept + len(pending))
+            surplus += [p for p in _removal_order(active) if p not in surplus][:kept - want]
+            indexes = pending[:max(want - kept, 0)]
         else:
             if total is None:
                 want = len(active) if succeeded > 0 else want
             else:
                 want = min(want, max(total - succeeded, 0))
-            surplus = len(active) - want
-            if surplus > 0:
-                victims = sorted(active, key=lambda p: (ju.is_job_pod_ready(p),
-                                                        p["metadata"].get("creationTimestamp")
-                                                        or ""))[:surplus]
-                deleted = await self._delete_pods(key, job, victims)
-                return [p for p in active if pod_key(p) not in deleted]
+            surplus = _removal_order(active)[:max(len(active) - want, 0)]
             indexes = [None] * max(want - len(active), 0)
+        if surplus:
+            deleted = await self._delete_pods(key, job, surplus)
+            return [p for p in active if pod_key(p) not in deleted]
         if not indexes:
             return active
         failures, last = self._failures.get(job["metadata"]["uid"], (0, now))
@@ -603,6 +613,16 @@ class JobController(CacheSyncedController):
         await self._jobs_provider.patch(self._context(meta.get("namespace", "")), meta["name"],
                                         change, subresource="status")
         job["status"] = written
+
+
+def _removal_order(pods):
+    """
+    Active pods in the order upstream deletes surplus ones: not ready
+    before ready, newer before older.
+    """
+    newest_first = sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "",
+                          reverse=True)
+    return sorted(newest_first, key=ju.is_job_pod_ready)
 
 
 def _key(job):

@@ -285,3 +285,25 @@ class JobTests(SynchronousTestCase):
         self.controller.enqueue("default/pi")
         self.h.clock.advance(0)
         self.assertEqual(self.status()["succeeded"], 1)
+
+    def test_parallelism_lowered(self):
+        """Lowering parallelism deletes the surplus pods, not-ready ones first."""
+        self.create(completions=10, parallelism=3)
+        names = self.h.pod_names()
+        self.h.set_pod_status(names[0])
+        self.h.set_pod_status(names[1])
+        self.h.patch(f"{JOBS}/pi", {"spec": {"parallelism": 2}})
+        self.assertEqual(self.h.pod_names(), names[:2])
+
+    def test_indexed_completions_lowered(self):
+        """An elastic Indexed Job scaled down deletes the pods of indexes past the new completions."""
+        self.create(completions=4, parallelism=4, completionMode="Indexed")
+        self.h.patch(f"{JOBS}/pi", {"spec": {"completions": 2, "parallelism": 2}})
+        indexes = sorted(p["metadata"]["annotations"][ju.COMPLETION_INDEX]
+                         for p in self.h.pods())
+        self.assertEqual(indexes, ["0", "1"])
+        self.h.finish_deletions()
+        self.assertNotIn("failed", self.status())
+        self.h.finish_all()
+        self.assertEqual(self.status()["completedIndexes"], "0-1")
+        self.assertEqual(self.h.conditions()[-1][0], "Complete")
