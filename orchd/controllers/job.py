@@ -34,6 +34,7 @@ from collections import defaultdict
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
+from orchd.api.meta import GENERATED_NAME_MAX
 from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers import jobutil as ju
 from orchd.controllers.base import CacheSyncedController
@@ -511,11 +512,12 @@ class JobController(CacheSyncedController):
         pod_meta["finalizers"] = list(pod_meta.get("finalizers") or ()) + [
             ju.TRACKING_FINALIZER]
         if index is not None:
-            pod_meta["generateName"] = f"{meta['name']}-{index}-"
+            pod_meta["generateName"] = _name_with_index(meta["name"], index)
             pod_meta.setdefault("annotations", {})[ju.COMPLETION_INDEX] = str(index)
             pod_meta["labels"][ju.COMPLETION_INDEX] = str(index)
             spec = pod["spec"]
-            spec["hostname"] = f"{meta['name']}-{index}"
+            if not spec.get("hostname"):
+                spec["hostname"] = f"{meta['name']}-{index}"
             env = {"name": ju.COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
                 "apiVersion": "v1",
                 "fieldPath": f"metadata.annotations['{ju.COMPLETION_INDEX}']"}}}
@@ -613,6 +615,18 @@ class JobController(CacheSyncedController):
         await self._jobs_provider.patch(self._context(meta.get("namespace", "")), meta["name"],
                                         change, subresource="status")
         job["status"] = written
+
+
+def _name_with_index(job_name, index):
+    """
+    Upstream's C{podGenerateNameWithIndex}: C{<job>-<index>-}, the Job's
+    name cut so that the index survives the cut of a generated name.
+    """
+    suffix = f"-{index}-"
+    prefix = job_name + suffix
+    if len(prefix) > GENERATED_NAME_MAX:
+        prefix = prefix[:GENERATED_NAME_MAX - len(suffix)] + suffix
+    return prefix
 
 
 def _removal_order(pods):

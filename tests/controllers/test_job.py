@@ -307,3 +307,11 @@ class JobTests(SynchronousTestCase):
         self.h.finish_all()
         self.assertEqual(self.status()["completedIndexes"], "0-1")
         self.assertEqual(self.h.conditions()[-1][0], "Complete")
+
+    def test_long_indexed_name_keeps_index(self):
+        """A long Indexed Job's pod names keep the index when the name is cut."""
+        name = "j" * 60
+        self.create(job(name=name, completions=1, completionMode="Indexed"))
+        pod_name = self.h.pod_names()[0]
+        self.assertEqual(len(pod_name), 63)
+        self.assertTrue(pod_name.startswith("j" * 55 + "-0-"), pod_name)
