@@ -89,6 +89,10 @@ class BatchKubectlTests(KubectlMixin, TestCase):
         self.assertEqual(job["metadata"]["ownerReferences"][0]["kind"], "CronJob")
         _, out, _ = await self.kubectl("get", "cronjob", "tick", "--no-headers")
         self.assertEqual(out.split()[:2], ["tick", "0"])
+        _, out, _ = await self.kubectl("describe", "job", "manual")
+        self.assertIn("1 Succeeded / 0 Failed", out)
+        self.assertIn("Completed", out)
+        await self.kubectl("describe", "cronjob", "tick")
 
     async def test_python_client_reads_jobs_and_cronjobs(self):
         """The official client reads a finished Job and a CronJob that ran, through its models."""
