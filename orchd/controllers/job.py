@@ -294,7 +294,8 @@ class JobController(CacheSyncedController):
             if not suspended:
                 if not status.get("startTime"):
                     status["startTime"] = ju.rfc3339(now)
-                active = await self._manage(key, job, status, active, now)
+                active = await self._manage(key, job, status, active, now,
+                                            len({pod_key(p) for p in terminating}))
         else:
             uncounted = status.get("uncountedTerminatedPods") or {}
             left = [p for p in pods if is_active(p) or ju.is_terminating(p)
@@ -458,11 +459,17 @@ class JobController(CacheSyncedController):
 
     # -- pods ------------------------------------------------------------------------
 
-    async def _manage(self, key, job, status, active, now):
-        """Create or delete pods towards the parallelism; returns the pods now active."""
+    async def _manage(self, key, job, status, active, now, terminating=0):
+        """
+        Create or delete pods towards the parallelism; returns the pods now
+        active. With C{podReplacementPolicy: Failed} (or a pod failure
+        policy) the C{terminating} pods still take their place.
+        """
         if not self.expectations.satisfied(key):
             return active
         want = ju.parallelism(job)
+        if ju.only_replace_failed(job):
+            want = max(want - terminating, 0)
         total = ju.completions(job)
         succeeded = status.get("succeeded") or 0
         surplus = []

@@ -315,3 +315,16 @@ class JobTests(SynchronousTestCase):
         pod_name = self.h.pod_names()[0]
         self.assertEqual(len(pod_name), 63)
         self.assertTrue(pod_name.startswith("j" * 55 + "-0-"), pod_name)
+
+    def test_replacement_policy_failed(self):
+        """With podReplacementPolicy Failed a deleted pod is replaced only once it has failed."""
+        self.create(podReplacementPolicy="Failed", completions=2)
+        name = self.h.pod_names()[0]
+        self.h.set_pod_status(name)
+        self.h.call("DELETE", f"{PODS}/{name}", code=200)
+        self.assertEqual(self.h.pods(), [])
+        self.assertEqual(self.status()["terminating"], 1)
+        self.h.patch(f"{PODS}/{name}/status", {"status": {"phase": "Failed"}})
+        self.assertEqual(self.status()["failed"], 1)
+        self.h.clock.advance(11)
+        self.assertEqual(len(self.h.pods()), 1)
