@@ -148,7 +148,6 @@ class CronJobController(CacheSyncedController):
     async def _sync_cronjob(self, cronjob):
         """One sync; returns the seconds until the next one is due, or None."""
         meta = cronjob["metadata"]
-        namespace = meta.get("namespace", "")
         status = copy.deepcopy(cronjob.get("status") or {})
         jobs = [job for job in (self._jobs.cache.get(self._job_prefix + k)
                                 for k in sorted(self._owned.get(meta["uid"], ())))

@@ -34,14 +34,14 @@ from collections import defaultdict
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.api.meta import GENERATED_NAME_MAX
 from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers import jobutil as ju
 from orchd.controllers.base import CacheSyncedController
-from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
+from orchd.controllers.controllerref import ControllerRefManager, recheck_owner
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.expectations import Expectations
-from orchd.controllers.podcontrol import namespace_terminating, pod_from_template, slow_start_batch
+from orchd.controllers.jobpods import pod_for, removal_order
+from orchd.controllers.podcontrol import namespace_terminating, slow_start_batch
 from orchd.controllers.podstate import controller_ref, is_active, parse_time, pod_key
 from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
@@ -476,7 +476,7 @@ class JobController(CacheSyncedController):
         if ju.is_indexed(job):
             done = ju.parse_indexes(status.get("completedIndexes"), total)
             running = set()
-            for pod in _removal_order(active)[::-1]:
+            for pod in removal_order(active)[::-1]:
                 index = ju.completion_index(pod)
                 # An index out of range (completions lowered), already done, or
                 # run twice: the pod goes (upstream keeps one pod per index).
@@ -487,14 +487,14 @@ class JobController(CacheSyncedController):
             kept = len(active) - len(surplus)
             pending = [i for i in range(total) if i not in done and i not in running]
             want = min(want, kept + len(pending))
-            surplus += [p for p in _removal_order(active) if p not in surplus][:kept - want]
+            surplus += [p for p in removal_order(active) if p not in surplus][:kept - want]
             indexes = pending[:max(want - kept, 0)]
         else:
             if total is None:
                 want = len(active) if succeeded > 0 else want
             else:
                 want = min(want, max(total - succeeded, 0))
-            surplus = _removal_order(active)[:max(len(active) - want, 0)]
+            surplus = removal_order(active)[:max(len(active) - want, 0)]
             indexes = [None] * max(want - len(active), 0)
         if surplus:
             deleted = await self._delete_pods(key, job, surplus)
@@ -510,30 +510,6 @@ class JobController(CacheSyncedController):
         await self._create_pods(key, job, indexes)
         return active
 
-    def _pod_for(self, job, index):
-        meta = job["metadata"]
-        template = copy.deepcopy(ju.job_spec(job).get("template") or {})
-        reference = owner_reference("batch/v1", "Job", job)
-        pod = pod_from_template(template, meta["name"], meta.get("namespace", ""), reference)
-        pod_meta = pod["metadata"]
-        pod_meta["finalizers"] = list(pod_meta.get("finalizers") or ()) + [
-            ju.TRACKING_FINALIZER]
-        if index is not None:
-            pod_meta["generateName"] = _name_with_index(meta["name"], index)
-            pod_meta.setdefault("annotations", {})[ju.COMPLETION_INDEX] = str(index)
-            pod_meta["labels"][ju.COMPLETION_INDEX] = str(index)
-            spec = pod["spec"]
-            if not spec.get("hostname"):
-                spec["hostname"] = f"{meta['name']}-{index}"
-            env = {"name": ju.COMPLETION_INDEX_ENV, "valueFrom": {"fieldRef": {
-                "apiVersion": "v1",
-                "fieldPath": f"metadata.annotations['{ju.COMPLETION_INDEX}']"}}}
-            for field in ("initContainers", "containers"):
-                for container in spec.get(field) or ():
-                    if isinstance(container, dict):
-                        container["env"] = list(container.get("env") or ()) + [env]
-        return pod
-
     async def _create_pods(self, key, job, indexes):
         namespace = job["metadata"].get("namespace", "")
         self.expectations.expect_creations(key, len(indexes))
@@ -542,7 +518,7 @@ class JobController(CacheSyncedController):
         async def create():
             index = pending.pop(0)
             try:
-                pod = self._pod_for(job, index)
+                pod = pod_for(job, index)
                 created = await self._pods_provider.create(self._context(namespace), pod)
             except StatusError as e:
                 if namespace_terminating(e):
@@ -622,28 +598,6 @@ class JobController(CacheSyncedController):
         await self._jobs_provider.patch(self._context(meta.get("namespace", "")), meta["name"],
                                         change, subresource="status")
         job["status"] = written
-
-
-def _name_with_index(job_name, index):
-    """
-    Upstream's C{podGenerateNameWithIndex}: C{<job>-<index>-}, the Job's
-    name cut so that the index survives the cut of a generated name.
-    """
-    suffix = f"-{index}-"
-    prefix = job_name + suffix
-    if len(prefix) > GENERATED_NAME_MAX:
-        prefix = prefix[:GENERATED_NAME_MAX - len(suffix)] + suffix
-    return prefix
-
-
-def _removal_order(pods):
-    """
-    Active pods in the order upstream deletes surplus ones: not ready
-    before ready, newer before older.
-    """
-    newest_first = sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "",
-                          reverse=True)
-    return sorted(newest_first, key=ju.is_job_pod_ready)
 
 
 def _key(job):
