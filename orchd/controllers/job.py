@@ -387,7 +387,11 @@ class JobController(CacheSyncedController):
             else:
                 result.trap(StatusError)
         for field in ("succeeded", "failed"):
-            moved = [u for u in pending[field] if u in removed or u not in by_uid]
+            # Counted: the uids whose pod lost its finalizer, here or before
+            # (by a controller stopped between its two writes), or is gone.
+            moved = [u for u in pending[field]
+                     if u in removed or u not in by_uid
+                     or not ju.has_tracking_finalizer(by_uid[u])]
             pending[field] = [u for u in pending[field] if u not in moved]
             if not (field == "succeeded" and indexed):
                 status[field] = (status.get(field) or 0) + len(moved)

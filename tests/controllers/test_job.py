@@ -328,3 +328,18 @@ class JobTests(SynchronousTestCase):
         self.assertEqual(self.status()["failed"], 1)
         self.h.clock.advance(11)
         self.assertEqual(len(self.h.pods()), 1)
+
+    def test_uncounted_after_restart_is_counted(self):
+        """A uid left in uncountedTerminatedPods by a stopped controller, its pod already released, is counted by the next one."""
+        self.create(completions=2, parallelism=1)
+        name = self.h.pod_names()[0]
+        self.controller.stopService()
+        self.h.finish(name)
+        pod = self.h.get(f"{PODS}/{name}")
+        self.h.patch(f"{PODS}/{name}", {"metadata": {"finalizers": None}})
+        self.h.patch(f"{JOBS}/pi/status", {"status": {
+            "uncountedTerminatedPods": {"succeeded": [pod["metadata"]["uid"]]}}})
+        self.h.jobs()
+        status = self.status()
+        self.assertEqual((status["succeeded"], status["uncountedTerminatedPods"]), (1, {}))
+        self.assertEqual(len(self.h.pods()), 1)
