@@ -27,9 +27,20 @@ class KubectlScaleTests(KubectlMixin, TestCase):
         self.assertNotEqual(code, 0)
         self.assertIn("Expected replicas to be 5, was 2", err)
         await self.kubectl("scale", "deployment/web", "--current-replicas=2", "--replicas=4")
-        version = (await self.get_json("deployment", "web"))["metadata"]["resourceVersion"]
-        await self.kubectl("scale", "deployment/web", f"--resource-version={version}",
-                           "--replicas=5")
+        code, _, err = await self.kubectl("scale", "deployment/web", "--resource-version=1",
+                                          "--replicas=5", ok=False)
+        self.assertNotEqual(code, 0)
+        self.assertIn("Expected resource version to be 1, was ", err)
+        for _ in range(10):
+            # The deployment controller writes status meanwhile: a version read
+            # before one of its writes is stale, as it would be for a user.
+            version = (await self.get_json("deployment", "web"))["metadata"]["resourceVersion"]
+            code, _, err = await self.kubectl("scale", "deployment/web",
+                                              f"--resource-version={version}", "--replicas=5",
+                                              ok=False)
+            if code == 0:
+                break
+            self.assertIn(f"Expected resource version to be {version}, was ", err)
         self.assertEqual((await self.get_json("deployment", "web"))["spec"]["replicas"], 5)
 
     async def test_scale_other_kinds(self):
