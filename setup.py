@@ -44,6 +44,9 @@ setup(
         # pynacl: NaCl's secretbox (XSalsa20-Poly1305), the secretbox provider
         # of encryption at rest, in upstream's stored layout.
         "pynacl>=1.5",
+        # tzdata: the IANA zones for CronJobs' spec.timeZone where the system
+        # has no /usr/share/zoneinfo (upstream embeds Go's time/tzdata).
+        "tzdata>=2024.1",
     ],
     extras_require={
         "test": [

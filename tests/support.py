@@ -19,6 +19,7 @@ from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.binding import binding_resources
 from orchd.registry.catalog import Catalog
+from orchd.registry.eviction import eviction_connector
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
@@ -85,7 +86,8 @@ class APIHarness:
         self.tokens = TokenAuthenticators([], (SA_ISSUER,))
         self.issuer = None
         bindings, binding_connectors = binding_resources()
-        connectors = {**binding_connectors, **scale_connectors(), **(connectors or {})}
+        connectors = {**binding_connectors, **scale_connectors(), **eviction_connector(),
+                      **(connectors or {})}
         if streams is not None:
             connectors.update(node_proxy_connector())
             connectors.update(pod_log_connector())

@@ -28,6 +28,7 @@ SUBRESOURCE_VERBS = {
     "approval": ("get", "patch", "update"),
     "token": ("create",),
     "binding": ("create",),
+    "eviction": ("create",),
     "proxy": ("create", "delete", "get", "patch", "update"),
     "log": ("get",),
     "scale": ("get", "patch", "update"),

@@ -58,6 +58,7 @@ from orchd.controllers.manager import (
 from orchd.orchlet.service import OrchletService
 from orchd.orchlet.simnodes import SimulatedNodes
 from orchd.registry.binding import binding_resources
+from orchd.registry.eviction import eviction_connector
 from orchd.registry.catalog import Catalog
 from orchd.registry.componentstatus import component_status_provider
 from orchd.registry.kinds.builtin import builtin_registry
@@ -211,7 +212,7 @@ class ControlPlane(MultiService):
                      CertificateSubjectRestriction(), PodSecurity(self.store)),
             connectors={**token_request_connector(issuer, config.audiences),
                         **node_proxy_connector(), **pod_log_connector(),
-                        **binding_connectors, **scale_connectors()},
+                        **binding_connectors, **scale_connectors(), **eviction_connector()},
             allocators=ServiceAllocators(self.store, config.service_cluster_ip_range),
             caches=caches)
         self.health.add(HealthCheck("log", self._log_check.check))

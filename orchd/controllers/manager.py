@@ -7,11 +7,14 @@ from orchd.controllers.bootstrapsigner import BootstrapSigner
 from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
+from orchd.controllers.cronjob import CronJobController
 from orchd.controllers.daemonset import DaemonSetController
 from orchd.controllers.deployment import DeploymentController
+from orchd.controllers.disruption import DisruptionController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
+from orchd.controllers.job import JobController
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
 from orchd.controllers.persistentvolume import PersistentVolumeController
@@ -24,6 +27,7 @@ from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
 from orchd.controllers.volumeprotection import PVCProtectionController, PVProtectionController
+from orchd.controllers.ttlafterfinished import TTLAfterFinishedController
 
 log = Logger()
 
@@ -96,6 +100,11 @@ CONTROLLERS = {
     "pvc-protection": (_plain(PVCProtectionController), True,
                        (("", "persistentvolumeclaims"), _PODS)),
     "pv-protection": (_plain(PVProtectionController), True, (("", "persistentvolumes"),)),
+    "disruption": (_plain(DisruptionController), True,
+                   (("policy", "poddisruptionbudgets"), _PODS)),
+    "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
+    "ttl-after-finished": (_plain(TTLAfterFinishedController), True, (("batch", "jobs"),)),
+    "cronjob": (_plain(CronJobController), True, (("batch", "cronjobs"), ("batch", "jobs"))),
 }
 
 

@@ -11,17 +11,26 @@ still silent then gets its Ready and pressure conditions set to Unknown.
 Taints are then derived from the conditions (upstream's NoSchedule and
 NoExecute tainting passes): the scheduler keeps new pods off, and the taint
 eviction controller removes pods that do not tolerate the NoExecute ones.
+
+When a node's Ready condition stops being True (the orchlet reports
+NotReady, or the node fell silent), the pods bound to it are marked not
+Ready, with a C{NodeNotReady} event (upstream's C{MarkPodsNotReady}):
+endpoints drop them and disruption budgets stop counting them as healthy.
+The controller evicts nothing itself, as upstream with taint-based
+eviction: pods leave through the taint eviction controller.
 """
 
 from orchd.api import taints as t
 from orchd.api.errors import StatusError
 from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
-from orchd.controllers.base import QueuedController
+from orchd.controllers.base import PodsByNode, QueuedController
+from orchd.controllers.events import WARNING, EventRecorder
 from orchd.registry.context import RequestContext
 from orchd.api.meta import rfc3339
 from orchd.storage.interfaces import DELETED
 
 MANAGER = "node-lifecycle-controller"
+COMPONENT = "node-controller"
 DEFAULT_GRACE_PERIOD = 40.0
 #: Conditions the orchlet owns, and so set Unknown when it falls silent
 #: (NetworkUnavailable belongs to the network provider, as upstream).
@@ -48,6 +57,17 @@ class _Unchanged(Exception):
 def conditions(node):
     """The node's conditions by type (the last of a type wins, as upstream)."""
     return {c.get("type"): c for c in t.as_dicts((node.get("status") or {}).get("conditions"))}
+
+
+def _ready_status(node):
+    return (conditions(node).get("Ready") or {}).get("status")
+
+
+def _pod_keep(pod):
+    """C{(nodeName, Ready status)}: what marking pods not ready needs."""
+    ready = next((c.get("status") for c in t.as_dicts((pod.get("status") or {}).get("conditions"))
+                  if c.get("type") == "Ready"), None)
+    return ((pod.get("spec") or {}).get("nodeName") or "", ready)
 
 
 def _heartbeat(node):
@@ -137,10 +157,17 @@ class NodeLifecycleController(QueuedController):
 
     name = "nodelifecycle"
 
-    def __init__(self, catalog, clock, grace_period=DEFAULT_GRACE_PERIOD):
+    def __init__(self, catalog, clock, grace_period=DEFAULT_GRACE_PERIOD, recorder=None):
         super().__init__(catalog, clock)
         self._grace = grace_period
         self._health = {}
+        #: Nodes whose Ready stopped being True, whose pods are to be marked not ready.
+        self._not_ready = set()
+        self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
+        self._by_node = PodsByNode()
+        self._pods_provider = catalog.resource("", "pods")
+        self._pod_prefix = self._pods_provider.info.key_prefix()
+        self._pods = self.follow("", "pods", self._pod_changed, keep=_pod_keep)
         self._provider = catalog.resource("", "nodes")
         self._node_prefix = self._provider.info.key_prefix()
         self._nodes = self.follow("", "nodes", self._node_changed)
@@ -158,7 +185,12 @@ class NodeLifecycleController(QueuedController):
         name = obj["metadata"]["name"]
         if type == DELETED:
             self._health.pop(name, None)
+            self._not_ready.discard(name)
             return
+        if _ready_status(obj) == "True":
+            self._not_ready.discard(name)
+        elif old is not None and _ready_status(old) == "True":
+            self._not_ready.add(name)
         heartbeat = _heartbeat(obj)
         health = self._health.get(name)
         if health is None:
@@ -167,6 +199,9 @@ class NodeLifecycleController(QueuedController):
         elif heartbeat != health.heartbeat:
             health.heartbeat, health.probed = heartbeat, self._clock.seconds()
         self._queue.add(name)
+
+    def _pod_changed(self, type, obj, old):
+        self._by_node.changed(type, obj, old)
 
     def _lease_changed(self, type, obj, old):
         name = obj["metadata"]["name"]
@@ -194,6 +229,40 @@ class NodeLifecycleController(QueuedController):
             await self._write(name, self._unknown(health.heartbeat), "status")
             self.log.info("Node {name} stopped posting status; marked Unknown", name=name)
         await self._write(name, self._taint)
+        if name in self._not_ready:
+            await self._mark_pods_not_ready(name)
+
+    async def _mark_pods_not_ready(self, node):
+        """Set the Ready condition of the node's ready pods to False (upstream's rules)."""
+        now = self._clock.seconds()
+
+        def not_ready(pod):
+            if (pod.get("spec") or {}).get("nodeName") != node:
+                return None
+            for condition in t.as_dicts((pod.get("status") or {}).get("conditions")):
+                if condition.get("type") == "Ready":
+                    if condition.get("status") == "False":
+                        return None
+                    condition.update(status="False", lastTransitionTime=rfc3339(now))
+                    return pod
+            return None
+
+        for key in self._by_node.pods_on(node):
+            kept = self._pods.cache.get(self._pod_prefix + key)
+            if kept is None or kept[1] == "False" or kept[1] is None:
+                continue
+            namespace, pod_name = key.split("/", 1)
+            ctx = RequestContext(self._catalog.system_context().user, namespace,
+                                 field_manager=MANAGER)
+            try:
+                pod = await self._pods_provider.rewrite(ctx, pod_name, not_ready)
+            except StatusError as e:
+                if e.code != 404:
+                    raise
+                continue
+            self._recorder.record(pod, WARNING, "NodeNotReady", "Node is not ready")
+        if _ready_status(self._nodes.cache.get(self._node_prefix + node) or {}) != "True":
+            self._not_ready.discard(node)
 
     def _unknown(self, heartbeat):
         def patch(node):

@@ -9,14 +9,20 @@ is deleted when that time, counted from the taint's C{timeAdded}, runs
 out. This is how pods leave a node that stopped reporting: the node
 lifecycle controller taints it, and DefaultTolerationSeconds admission
 gave each pod C{--pod-eviction-timeout} seconds of toleration.
+As upstream's taint manager, it does not go through the eviction
+subresource (no disruption budget holds a pod on a node that must be
+left): it sets the pod's C{DisruptionTarget} condition (reason
+C{DeletionByTaintManager}) and deletes it.
 Each pending eviction is one timer; a taint removed meanwhile is seen
 when the timer fires, and the pod stays.
 """
 
 from orchd.api import taints as t
+from orchd.api.disruption import DELETION_BY_TAINT_MANAGER, disruption_target
 from orchd.api.errors import StatusError
 from orchd.api.printers.base import parse_time
 from orchd.controllers.base import PodsByNode, QueuedController
+from orchd.registry.binding import set_pod_condition
 from orchd.registry.context import RequestContext
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
@@ -104,7 +110,17 @@ class TaintEvictionController(QueuedController):
         namespace, name = key.split("/", 1)
         ctx = RequestContext(self._catalog.system_context().user, namespace,
                              field_manager=MANAGER)
+        condition = disruption_target(DELETION_BY_TAINT_MANAGER,
+                                      "Taint manager: deleting due to NoExecute taint", now)
+
+        def mark(pod):
+            status = pod.get("status")
+            if not isinstance(status, dict):
+                status = pod["status"] = {}
+            return pod if set_pod_condition(status, dict(condition)) else None
+
         try:
+            await self._pods.rewrite(ctx, name, mark, DeleteOptions(uid=uid))
             await self._pods.delete(ctx, name, DeleteOptions(uid=uid))
         except StatusError as e:
             if e.code not in (404, 409):

@@ -8,6 +8,12 @@ show (an image pull, a readiness delay, a program that exits) come from
 here. Tests and demos set them per pod; the defaults look like a quick
 node: a pulled image takes L{PULL_SECONDS}, one already present none.
 
+A Job's pod (controlled by a Job, restart policy C{Never} or
+C{OnFailure}) runs for L{JOB_RUN_SECONDS} unless its annotations say
+otherwise, then exits with its exit code (0 by default): as kwok's
+C{pod-complete} stage, nothing runs in it that could end by itself, and a
+Job whose pods never end never completes. Other pods run until stopped.
+
 Durations are Go's (C{"500ms"}, C{"5s"}, C{"1m30s"}), as kubectl and kwok
 write them. An annotation that cannot be read is ignored (its default
 applies) and named in L{Behaviour.problems}, for the runtime to report.
@@ -21,6 +27,9 @@ READY_AFTER = PREFIX + "ready-after"
 EXIT_AFTER = PREFIX + "exit-after"
 EXIT_CODE = PREFIX + "exit-code"
 STOP_AFTER = PREFIX + "stop-after"
+
+#: Seconds a Job's pod runs before its containers exit, without C{exit-after}.
+JOB_RUN_SECONDS = 1.0
 
 #: Seconds a simulated image pull takes.
 PULL_SECONDS = 1.0
@@ -108,6 +117,19 @@ def readiness_delay(container):
     return float(min(delay, MAX_SECONDS))
 
 
+def runs_to_completion(pod):
+    """
+    True for a pod that a Job controls and that is not restarted when it
+    ends well (restart policy C{Never} or C{OnFailure}): its containers end
+    after L{JOB_RUN_SECONDS} by default.
+    """
+    policy = (pod.get("spec") or {}).get("restartPolicy")
+    if policy not in ("Never", "OnFailure"):
+        return False
+    return any(isinstance(ref, dict) and ref.get("kind") == "Job" and ref.get("controller") is True
+               for ref in (pod.get("metadata") or {}).get("ownerReferences") or ())
+
+
 class Behaviour:
     """
     The simulated timings of one pod, from its annotations.
@@ -140,7 +162,11 @@ class Behaviour:
 
     @classmethod
     def of(cls, pod):
-        return cls((pod.get("metadata") or {}).get("annotations"))
+        meta = pod.get("metadata") or {}
+        behaviour = cls(meta.get("annotations"))
+        if behaviour.exit_after is None and runs_to_completion(pod):
+            behaviour.exit_after = JOB_RUN_SECONDS
+        return behaviour
 
     def _duration(self, annotations, key):
         value = annotations.get(key)

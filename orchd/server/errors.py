@@ -2,9 +2,11 @@
 """
 The one place an error becomes a response.
 
-A L{StatusError} raised anywhere is written as its v1 C{Status}; anything
-else is a bug: it is logged with its traceback and the client gets a
-generic 500 Status, never a Twisted HTML page.
+A L{StatusError} raised anywhere is written as its v1 C{Status}; a store
+that cannot serve (closed while stopping, its disk or cluster gone) is a
+503 the client may retry; anything else is a bug: it is logged with its
+traceback and the client gets a generic 500 Status, never a Twisted HTML
+page.
 """
 
 from twisted.internet.defer import CancelledError
@@ -13,6 +15,7 @@ from twisted.logger import Logger
 from orchd.api import codecs
 from orchd.api.errors import StatusError
 from orchd.server.response import write_body
+from orchd.storage.interfaces import StoreUnavailableError
 
 log = Logger()
 
@@ -31,7 +34,11 @@ def render_failure(failure, request):
     """Errback for request handling: write the failure as a Status, once."""
     if failure.check(CancelledError) or request_gone(request):
         return None
-    if failure.check(StatusError):
+    if failure.check(StoreUnavailableError):
+        error = StatusError.service_unavailable(f"the store cannot serve: {failure.value}")
+        log.warn("{method} {path} failed: {message}", method=request.method,
+                 path=request.path, message=error.message)
+    elif failure.check(StatusError):
         error = failure.value
         if error.code >= 500:
             log.warn("{method} {path} failed: {message}", method=request.method,

@@ -160,6 +160,8 @@ class ResourceListTests(SynchronousTestCase):
                     expected.update(kind="Binding")
                 if sub == "scale":
                     expected.update(group="autoscaling", version="v1", kind="Scale")
+                if (info.resource, sub) == ("pods", "eviction"):
+                    expected.update(group="policy", version="v1", kind="Eviction")
                 self.assertEqual(found[0], expected)
 
     def test_storage_version_hash(self):
@@ -229,6 +231,10 @@ class AggregatedTests(SynchronousTestCase):
             "subresources": [{
                 "subresource": "binding",
                 "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
+                "verbs": ["create"],
+            }, {
+                "subresource": "eviction",
+                "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
                 "verbs": ["create"],
             }, {
                 "subresource": "log",

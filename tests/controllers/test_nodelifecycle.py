@@ -82,6 +82,50 @@ class NodeLifecycleTests(SynchronousTestCase):
                                          (t.UNREACHABLE, t.NO_EXECUTE)})
         self.assertEqual(controller._queue._timers, {})     # no polling once Unknown
 
+    def pod(self, name, node="n1", ready="True"):
+        pods = "/api/v1/namespaces/default/pods"
+        code, obj, _ = self.api.call("POST", pods, {"metadata": {"name": name}, "spec": {
+            "nodeName": node, "containers": [{"name": "c", "image": "nginx"}]}})
+        self.assertEqual(code, 201, obj)
+        self.api.call("PATCH", f"{pods}/{name}/status", {"status": {"phase": "Running",
+                                                                    "conditions": [
+            {"type": "Ready", "status": ready, "lastTransitionTime": rfc3339(0)}]}},
+            content_type=MERGE)
+
+    def pod_ready(self, name):
+        pod = self.api.call("GET", f"/api/v1/namespaces/default/pods/{name}")[1]
+        [ready] = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        return ready["status"], ready["lastTransitionTime"]
+
+    def test_pods_of_a_node_gone_unknown_are_marked_not_ready(self):
+        """A node falling silent has its ready pods marked Ready=False, with an event."""
+        self.create_node()
+        self.create_node("n2")
+        self.pod("a")
+        self.pod("b", ready="False")
+        self.pod("elsewhere", node="n2")
+        self.start()
+        self.clock.advance(30)
+        self.post_status("n2")
+        self.assertEqual(self.pod_ready("a"), ("True", rfc3339(0)))
+        self.clock.advance(10)
+        self.assertEqual(self.condition()["status"], "Unknown")
+        self.assertEqual(self.pod_ready("a"), ("False", rfc3339(self.clock.seconds())))
+        self.assertEqual(self.pod_ready("b"), ("False", rfc3339(0)))
+        self.assertEqual(self.pod_ready("elsewhere"), ("True", rfc3339(0)))
+        self.clock.advance(0)
+        events = self.api.call("GET", "/api/v1/namespaces/default/events")[1]["items"]
+        self.assertEqual([(e["involvedObject"]["name"], e["reason"], e["message"])
+                          for e in events], [("a", "NodeNotReady", "Node is not ready")])
+
+    def test_node_reporting_not_ready_marks_its_pods(self):
+        """An orchlet posting Ready=False has its pods marked not ready too."""
+        self.create_node()
+        self.pod("a")
+        self.start()
+        self.post_status(Ready="False")
+        self.assertEqual(self.pod_ready("a")[0], "False")
+
     def test_lease_renewals_keep_ready(self):
         """Lease renewals alone keep a node Ready; the timer moves with each."""
         self.create_node()

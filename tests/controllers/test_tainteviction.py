@@ -84,6 +84,22 @@ class TaintEvictionTests(SynchronousTestCase):
         self.assertFalse(self.exists("a"))
         self.assertTrue(self.exists("elsewhere"))
 
+    def test_marked_disruption_target_and_budget_not_consulted(self):
+        """The pod gets DisruptionTarget (DeletionByTaintManager) and goes despite its budget."""
+        self.api.call("POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", {
+            "metadata": {"name": "all"}, "spec": {"minAvailable": 5, "selector": {}}})
+        self.start()
+        self.create(pod("a"))
+        self.taint(self.no_execute())
+        code, obj, _ = self.api.call("GET", f"{PODS}/a")
+        self.assertEqual(code, 200)
+        self.assertTrue(obj["metadata"]["deletionTimestamp"])
+        self.assertEqual(obj["status"]["conditions"], [{
+            "type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(self.clock.seconds()),
+            "reason": "DeletionByTaintManager",
+            "message": "Taint manager: deleting due to NoExecute taint"}])
+
     def test_bound_to_tainted_node(self):
         """A pod bound to an already tainted node goes too (found at start as well)."""
         self.taint(self.no_execute())

@@ -52,7 +52,9 @@ class EndpointsIntegrationTests(TestCase):
 
         async def endpoints_listed():
             code, body = await server.call("GET", f"{NAMESPACE}/endpoints/web")
-            return code == 200 and body.get("subsets") and body
+            # The controller may first have seen the pod before it was ready.
+            return (code == 200 and body.get("subsets")
+                    and all(s.get("addresses") for s in body["subsets"]) and body)
 
         endpoints = await self.wait_for(endpoints_listed)
         [subset] = endpoints["subsets"]
@@ -65,7 +67,9 @@ class EndpointsIntegrationTests(TestCase):
                 "GET", "/apis/discovery.orch.io/v1/namespaces/default/endpointslices"
                        "?labelSelector=orch.io%2Fservice-name%3Dweb")
             items = body.get("items") if code == 200 else None
-            return items and items[0]["endpoints"] and items
+            return (items and items[0]["endpoints"]
+                    and all(e["conditions"].get("ready") for e in items[0]["endpoints"])
+                    and items)
 
         [endpoint_slice] = await self.wait_for(slice_listed)
         [endpoint] = endpoint_slice["endpoints"]

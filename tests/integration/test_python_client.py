@@ -223,16 +223,18 @@ class PythonClientKindsTests(TestCase):
             apps.create_namespaced_deployment(NS, dict(workload, metadata={"name": "web"}))
             apps.create_namespaced_replica_set(NS, dict(workload, metadata={"name": "web"}))
             patched = apps.patch_namespaced_deployment_scale("web", NS, {"spec": {"replicas": 3}})
-            for _ in range(10):
-                # The replica set controller writes status meanwhile: a replace
-                # of a version read before that is a conflict, retried as clients do.
+            # The Scale carries the replica set's resourceVersion, and the replica set
+            # controller may write its status between the read and the replace: a 409
+            # there is optimistic concurrency, which clients meet by reading again.
+            for attempt in range(5):
                 scale = apps.read_namespaced_replica_set_scale("web", NS)
                 scale.spec.replicas = 4
                 try:
                     replaced = apps.replace_namespaced_replica_set_scale("web", NS, scale)
                     break
-                except kubernetes.client.exceptions.ConflictException:
-                    continue
+                except kubernetes.client.ApiException as e:
+                    if e.status != 409 or attempt == 4:
+                        raise
             deployment = apps.read_namespaced_deployment("web", NS)
             replica_set = apps.read_namespaced_replica_set("web", NS)
             return patched, replaced, deployment, replica_set

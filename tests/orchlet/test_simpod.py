@@ -183,6 +183,51 @@ class LifecycleTests(SynchronousTestCase):
         self.assertEqual(self.container("bad")["state"]["terminated"]["reason"], "Error")
         self.assertEqual(self.conditions("bad")["Ready"]["reason"], "PodFailed")
 
+    def job_pod(self, name, policy="Never", annotations=None):
+        body = pod(name=name, uid=name, annotations=annotations, restartPolicy=policy)
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "j1",
+             "controller": True}]
+        self.runtime.sync_pod(body)
+
+    def test_job_pod_completes_by_default(self):
+        """A Job's Never pod without annotations runs 1 s and ends Succeeded; a plain Never pod keeps running."""
+        self.job_pod("done")
+        self.run_pod(name="plain", uid="3", start_after="0s", restartPolicy="Never")
+        self.clock.advance(0.9)
+        self.assertEqual(self.status("done")["phase"], "Running")
+        self.clock.advance(0.1)
+        self.assertEqual(self.status("done")["phase"], "Succeeded")
+        state = self.container("done")["state"]["terminated"]
+        self.assertEqual((state["exitCode"], state["reason"]), (0, "Completed"))
+        self.assertEqual(self.conditions("done")["Ready"]["reason"], "PodCompleted")
+        self.clock.advance(60)
+        self.assertEqual(self.status("plain")["phase"], "Running")
+
+    def test_job_pod_exit_code_annotation(self):
+        """A Job's pod fails with the exit code its annotation asks for, after exit-after if set."""
+        self.job_pod("bad", annotations={"orchlet.orch.io/exit-code": "7"})
+        self.job_pod("late", annotations={"orchlet.orch.io/exit-after": "30s"})
+        self.clock.advance(1)
+        self.assertEqual(self.status("bad")["phase"], "Failed")
+        terminated = self.container("bad")["state"]["terminated"]
+        self.assertEqual((terminated["exitCode"], terminated["reason"]), (7, "Error"))
+        self.assertEqual(self.status("late")["phase"], "Running")
+        self.clock.advance(29)
+        self.assertEqual(self.status("late")["phase"], "Succeeded")
+
+    def test_job_pod_on_failure_restarts(self):
+        """A Job's OnFailure pod that fails restarts with back-off, its restart count growing."""
+        self.job_pod("retry", policy="OnFailure", annotations={"orchlet.orch.io/exit-code": "1"})
+        self.clock.advance(1)
+        self.assertEqual(self.container("retry")["restartCount"], 1)
+        self.clock.advance(1)
+        self.assertEqual(self.container("retry")["state"]["waiting"]["reason"],
+                         "CrashLoopBackOff")
+        self.clock.advance(11)
+        self.assertEqual(self.container("retry")["restartCount"], 2)
+        self.assertEqual(self.status("retry")["phase"], "Running")
+
     def test_crash_loop(self):
         """An exiting container restarts at once, then after 10 s, 20 s (CrashLoopBackOff)."""
         self.run_pod(start_after="0s", annotations={"orchlet.orch.io/exit-after": "5s",

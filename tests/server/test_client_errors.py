@@ -11,6 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.server import site
 from orchd.server.handlers.watch import MAX_WATCH_TIMEOUT
+from orchd.storage.interfaces import StoreUnavailableError
 from tests.server.test_watch import Stream
 from tests.support import APIHarness
 
@@ -235,6 +236,17 @@ class ServerBugTests(SynchronousTestCase):
         self.assertEqual((code, body["reason"]), (500, "InternalError"))
         self.assertNotIn("our bug", body["message"])
         self.assertEqual(len(self.flushLoggedErrors(ZeroDivisionError)), 1)
+
+    def test_store_that_cannot_serve_is_503(self):
+        """A store closed under a request (the server stopping) answers 503, logging no error."""
+        def closed(scope):
+            raise StoreUnavailableError("the store is closed")
+
+        api = APIHarness()
+        self.patch(site, "VERB_HANDLERS", dict(site.VERB_HANDLERS, get=closed))
+        code, body, _ = api.call("GET", CM + "/a")
+        self.assertEqual((code, body["reason"]), (503, "ServiceUnavailable"))
+        self.assertEqual(self.flushLoggedErrors(), [])
 
 
 def _quote(text):

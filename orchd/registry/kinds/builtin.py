@@ -30,6 +30,7 @@ from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
+from orchd.registry.kinds.disruptionbudget import PodDisruptionBudgetStrategy
 from orchd.registry.kinds.event import (
     EVENT_FIELDS, EVENTS_V1_FIELDS, EventStrategy, EventsV1EventStrategy,
 )
@@ -42,8 +43,7 @@ from orchd.registry.kinds.rbac import (
 from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from orchd.registry.kinds.statusfields import (
-    HorizontalPodAutoscalerStrategy, IngressStrategy, PodDisruptionBudgetStrategy,
-    VolumeAttachmentStrategy,
+    HorizontalPodAutoscalerStrategy, IngressStrategy, VolumeAttachmentStrategy,
 )
 from orchd.registry.kinds.workloads import (
     DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
@@ -81,8 +81,9 @@ DEFINITIONS = (
         subresources=_STATUS, delete_answers_object=True,
         strategy=PersistentVolumeClaimStrategy, printer=storage.PERSISTENT_VOLUME_CLAIM,
         patch_schema=patch.PERSISTENT_VOLUME_CLAIM),
-    _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "binding"),
-        subresource_kinds={"binding": (CORE, "v1", "Binding")}, categories=_ALL,
+    _ns(CORE, "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "binding", "eviction"),
+        subresource_kinds={"binding": (CORE, "v1", "Binding"),
+                           "eviction": (POLICY, "v1", "Eviction")}, categories=_ALL,
         delete_answers_object=True, strategy=PodStrategy, printer=core.POD,
         patch_schema=patch.POD, selectable_fields=POD_FIELDS),
     _ns(CORE, "v1", "podtemplates", "PodTemplate", strategy=PodTemplateStrategy,

@@ -41,12 +41,6 @@ class HorizontalPodAutoscalerStrategy(StatusFieldsStrategy):
 
 
 @implementer(IStrategy)
-class PodDisruptionBudgetStrategy(StatusFieldsStrategy):
-    zero_status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
-                   "expectedPods": 0}
-
-
-@implementer(IStrategy)
 class IngressStrategy(StatusFieldsStrategy):
     zero_status = {"loadBalancer": {}}
 

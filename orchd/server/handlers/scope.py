@@ -176,7 +176,9 @@ class RequestScope:
             api_version = obj["apiVersion"] = canonical
         if not api_version:
             obj["apiVersion"] = info.api_version
-        elif api_version != info.api_version:
+        elif api_version != info.api_version and api_version not in getattr(
+                self.provider, "accepted_api_versions", ()):
+            # A provider may take older versions of its kind (pods/eviction: v1beta1).
             raise StatusError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API "
                 f"version ({info.api_version})")
