@@ -61,6 +61,11 @@ class Expectations:
         pod_keys = set(pod_keys)
         self._expected[key] = _Expected(0, len(pod_keys), self._clock.seconds(), pod_keys)
 
+    def expect(self, key, count, pod_keys):
+        """Start waiting for C{count} new pods and the deletion of C{pod_keys} at once."""
+        pod_keys = set(pod_keys)
+        self._expected[key] = _Expected(count, len(pod_keys), self._clock.seconds(), pod_keys)
+
     def creation_observed(self, key):
         """One expected pod was seen (or will never be: its creation failed)."""
         expected = self._expected.get(key)

@@ -8,6 +8,7 @@ from orchd.controllers.clusterroleaggregation import ClusterRoleAggregation
 from orchd.controllers.csrapproving import CSRApprovingController
 from orchd.controllers.csrsigning import CSRSigningController
 from orchd.controllers.cronjob import CronJobController
+from orchd.controllers.daemonset import DaemonSetController
 from orchd.controllers.deployment import DeploymentController
 from orchd.controllers.disruption import DisruptionController
 from orchd.controllers.endpoints import EndpointsController
@@ -21,6 +22,7 @@ from orchd.controllers.podgc import PodGarbageCollector
 from orchd.controllers.replicaset import ReplicaSetController
 from orchd.controllers.rootca import RootCAPublisher
 from orchd.controllers.serviceaccounts import ServiceAccountsController
+from orchd.controllers.statefulset import StatefulSetController
 from orchd.controllers.tainteviction import TaintEvictionController
 from orchd.controllers.tokencleaner import TokenCleaner
 from orchd.controllers.tokens import TokensController
@@ -87,6 +89,11 @@ CONTROLLERS = {
                               (("", "replicationcontrollers"), _PODS)),
     "deployment": (_plain(DeploymentController), True,
                    (("apps", "deployments"), ("apps", "replicasets"), _PODS)),
+    "daemonset": (_plain(DaemonSetController), True,
+                  (("apps", "daemonsets"), ("apps", "controllerrevisions"), _NODES, _PODS)),
+    "statefulset": (_plain(StatefulSetController), True,
+                    (("apps", "statefulsets"), ("apps", "controllerrevisions"), _PODS,
+                     ("", "persistentvolumeclaims"))),
     "persistentvolume-binder": (PersistentVolumeController.from_environment, True,
                                 (("", "persistentvolumeclaims"), ("", "persistentvolumes"),
                                  ("storage.orch.io", "storageclasses"))),

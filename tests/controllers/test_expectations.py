@@ -49,3 +49,12 @@ class ExpectationsTests(SynchronousTestCase):
         self.expectations.forget("ns/a")
         self.assertTrue(self.expectations.satisfied("ns/a"))
         self.assertEqual(self.expectations.pending("ns/a"), (0, 0))
+
+    def test_creations_and_deletions_at_once(self):
+        """An owner that creates and deletes in one pass waits for both."""
+        self.expectations.expect("ns/a", 1, ["ns/p1"])
+        self.assertEqual(self.expectations.pending("ns/a"), (1, 1))
+        self.expectations.creation_observed("ns/a")
+        self.assertFalse(self.expectations.satisfied("ns/a"))
+        self.expectations.deletion_observed("ns/a", "ns/p1")
+        self.assertTrue(self.expectations.satisfied("ns/a"))
