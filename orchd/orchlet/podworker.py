@@ -75,6 +75,7 @@ class PodWorker:
         self.stopping = {}           # (namespace, name) -> grace the runtime was given
         self.stopped = set()         # pods whose containers have all stopped
         self.deleted = set()         # pods whose final DELETE was accepted
+        self.uids = {}               # (namespace, name) -> uid of the pod the above are about
         self.backoff = Backoff()
         self._marked = {}            # ordered set of keys to handle
         self._busy = False
@@ -181,11 +182,14 @@ class PodWorker:
         if live is None:
             if key in self.seen or self.runtime.pod_status(*key) is not None:
                 await maybeDeferred(self.runtime.kill_pod, *key)
-            self.seen.pop(key, None)
-            self.stopping.pop(key, None)
-            self.stopped.discard(key)
-            self.deleted.discard(key)
+            self._forget(key)
             return True
+        uid = _uid(live)
+        if self.uids.get(key, uid) != uid:
+            # Another pod under the same name (the old one's DELETED and this
+            # one's ADDED handled in one pass): what was known is the old one's.
+            self._forget(key)
+        self.uids[key] = uid
         meta = live.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             return await self._terminate(key, live)
@@ -239,15 +243,23 @@ class PodWorker:
                 self.stopping[key] = grace
                 stopping = maybeDeferred(self.runtime.stop_pod, key[0], key[1], grace)
                 if before is None:
-                    stopping.addCallback(lambda _: self._stopped(key))
+                    stopping.addCallback(lambda _, uid=_uid(live): self._stopped(key, uid))
         if key not in self.stopped:
             return await self._report(key, live)
         if not await self._report(key, live):
             return False
         return await self._delete(key, live)
 
-    def _stopped(self, key):
-        if key in self.stopping:
+    def _forget(self, key):
+        """Drop what is known of the pod under C{key}."""
+        self.seen.pop(key, None)
+        self.stopping.pop(key, None)
+        self.stopped.discard(key)
+        self.deleted.discard(key)
+        self.uids.pop(key, None)
+
+    def _stopped(self, key, uid):
+        if key in self.stopping and self.uids.get(key) == uid:
             self.stopped.add(key)
             self._mark(key)
 

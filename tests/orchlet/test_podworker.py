@@ -166,6 +166,30 @@ class PodWorkerTests(SynchronousTestCase):
         self.assertEqual(self.runtime.killed, ["a"])
         self.assertEqual(self.worker.stopping, {})
 
+    def test_pod_recreated_under_the_same_name_is_deleted_too(self):
+        """A new pod of an old one's name, seen in the same pass as its DELETED, starts afresh."""
+        self.worker.replace([pod("a", status={"phase": "Running"})])
+        self.settle()
+        self.worker.upsert(pod("a", rv="2", status={"phase": "Running"},
+                               deletionTimestamp="2024-01-01T00:00:30Z",
+                               deletionGracePeriodSeconds=30))
+        self.settle()
+        self.runtime.statuses[("ns", "a")] = (pod("a"), {"phase": "Succeeded"})
+        self.runtime.stops[("ns", "a")].callback(None)
+        self.settle()
+        self.worker.remove(("ns", "a"))
+        self.worker.upsert(pod("a", rv="7", uid="uid-a2", status={"phase": "Pending"}))
+        self.settle()
+        self.worker.upsert(pod("a", rv="8", uid="uid-a2", status={"phase": "Running"},
+                               deletionTimestamp="2024-01-01T00:01:30Z",
+                               deletionGracePeriodSeconds=30))
+        self.settle()
+        self.assertEqual(self.runtime.stopping, [("a", 30), ("a", 30)])
+        self.settle()         # the fake's stop of "a" has fired already: stopped at once
+        deletes = [body["preconditions"]["uid"] for method, _, body, _ in self.api.requests
+                   if method == "DELETE"]
+        self.assertEqual(deletes, ["uid-a", "uid-a2"])
+
     def test_deleted_before_it_ran(self):
         """A pod first seen being deleted never runs: it is deleted at once."""
         self.worker.replace([pod("a", deletionTimestamp="2024-01-01T00:00:00Z",
