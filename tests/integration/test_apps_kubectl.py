@@ -21,15 +21,11 @@ def daemon_set(image):
 
 
 def stateful_set(image, replicas=3):
-    # No grace period: the node agent's pod worker keeps a deleted pod's marks by name, so a
-    # pod remade under the same name on the same node may never finish a later graceful
-    # deletion (an orchlet bug, reported separately); these tests are about the controller.
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
             "spec": {"replicas": replicas, "serviceName": "web",
                      "selector": {"matchLabels": {"app": "web"}},
                      "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"terminationGracePeriodSeconds": 0,
-                                           "containers": [{"name": "nginx", "image": image}]}}}}
+                                  "spec": {"containers": [{"name": "nginx", "image": image}]}}}}
 
 
 def history_rows(out):
