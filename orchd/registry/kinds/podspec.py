@@ -23,6 +23,7 @@ handled as a <Kind>: quantities must match the regular expression ...}.
 from orchd.api import meta as metadata
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.quantity import FORMAT_ERROR, canonical, parse
+from orchd.registry.kinds.placement import placement_errors
 
 _CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 #: Upstream's C{TerminationMessagePathDefault}.
@@ -400,7 +401,8 @@ def pod_spec_errors(spec, path, require_image=True):
     """
     The checks of a (defaulted) PodSpec that users meet most: containers
     present, named once each, with images; ports in range; resource
-    requests and limits; restart and DNS policies.
+    requests and limits; restart and DNS policies; where it may be placed
+    (L{orchd.registry.kinds.placement}).
 
     @param require_image: False for pod templates, whose images a
         controller or a later patch may fill in.
@@ -428,7 +430,7 @@ def pod_spec_errors(spec, path, require_image=True):
     if isinstance(grace, int) and not isinstance(grace, bool) and grace < 0:
         errors.append(FieldError.invalid(f"{path}.terminationGracePeriodSeconds", grace,
                                          "must be greater than or equal to 0"))
-    return errors
+    return errors + placement_errors(spec, path)
 
 
 # -- QoS -------------------------------------------------------------------------
