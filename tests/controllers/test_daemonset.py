@@ -358,23 +358,24 @@ class DaemonSetTests(SynchronousTestCase):
                          ds["metadata"]["uid"])
 
     def test_malformed_placement_places_nothing(self):
-        """Affinity on a field other than the name, a Gt on text or a number as a selector value match no node."""
+        """A Gt on text matches no node; placements that validation refuses never get stored."""
         self.add_node("n1", labels={"a": "5"})
         self.start()
+        body = daemon_set(name="bad")
+        body["spec"]["template"]["spec"]["affinity"] = {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]}]}}}
+        self.h.call("POST", DS, body, 201)
+        status = self.ds("bad")["status"]
+        self.assertEqual((status["desiredNumberScheduled"], status["observedGeneration"]), (0, 1))
         for i, extra in enumerate([
                 {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [{"matchFields": [
                         {"key": "metadata.labels", "operator": "In", "values": ["x"]}]}]}}}},
-                {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": "a", "operator": "Gt", "values": ["x"]}]}]}}}},
                 {"nodeSelector": {"a": 5}}]):
-            body = daemon_set(name=f"bad{i}")
+            body = daemon_set(name=f"refused{i}")
             body["spec"]["template"]["spec"].update(extra)
-            self.h.call("POST", DS, body, 201)
-            status = self.ds(f"bad{i}")["status"]
-            self.assertEqual((status["desiredNumberScheduled"], status["observedGeneration"]),
-                             (0, 1))
+            self.h.call("POST", DS, body, 422)
         self.assertEqual(self.h.pods(), [])
 
     def test_adopts_orphan_revisions(self):

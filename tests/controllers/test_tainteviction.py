@@ -126,7 +126,7 @@ class TaintEvictionTests(SynchronousTestCase):
         """A taint gone before the toleration runs out leaves the pod alone."""
         self.start()
         self.create(pod("a", tolerations=[{"key": t.NOT_READY, "operator": "Exists",
-                                           "tolerationSeconds": 60}]))
+                                           "effect": "NoExecute", "tolerationSeconds": 60}]))
         self.taint(self.no_execute())
         self.clock.advance(30)
         self.taint()
