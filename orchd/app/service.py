@@ -235,7 +235,7 @@ class ControlPlane(MultiService):
         offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
-            DiscoveryRoutes(self.catalog),
+            DiscoveryRoutes(self.catalog, offload),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
             ServerSettings(config.min_request_timeout, config.feature_gates, offload),
             streams=self._stream_forwarder(),

@@ -1,5 +1,6 @@
 """kubectl explain and client-side apply read orchd's OpenAPI documents from a running server."""
 
+import json
 import os
 
 from twisted.internet import utils
@@ -157,3 +158,74 @@ class KubectlTests(TestCase):
         out, _ = await self.kubectl("get", "clusterrole", "reader", "-o",
                                     "jsonpath={.rules[0].verbs}")
         self.assertEqual(out, '["get","list"]')
+
+
+LIST_FILE = {"apiVersion": "v1", "kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]}
+
+
+class KubectlOpenAPIv2Tests(TestCase):
+    """kubectl reading the protobuf OpenAPI v2 document: List files and v2 explain."""
+
+    timeout = 120
+    setUp = KubectlTests.setUp
+    kubectl = KubectlTests.kubectl
+
+    async def run_kubectl(self, *args):
+        """Run kubectl; returns (exit code, stdout, stderr)."""
+        argv = ["--kubeconfig", self.server.plane.pki.admin_orchconfig_path, *args]
+        env = {"HOME": self.home, "PATH": os.environ.get("PATH", "")}
+        out, err, code = await utils.getProcessOutputAndValue(self.binary, argv, env=env)
+        return code, out.decode(), err.decode()
+
+    def write(self, name, document):
+        path = os.path.join(self.home, name)
+        with open(path, "w") as f:
+            json.dump(document, f)
+        return path
+
+    async def test_create_list_file(self):
+        """kubectl create -f of a v1 List validates it against the v2 document and creates the items."""
+        path = self.write("list.json", LIST_FILE)
+        out, err = await self.kubectl("create", "-n", "default", "-f", path)
+        self.assertIn("configmap/a created", out)
+        self.assertNotIn("error validating", err)
+        out, _ = await self.kubectl("get", "-n", "default", "configmap", "a", "-o",
+                                    "jsonpath={.metadata.name}")
+        self.assertEqual(out, "a")
+
+    async def test_replace_from_get_output(self):
+        """The List that kubectl get -o json writes is accepted by kubectl replace -f."""
+        await self.kubectl("create", "-n", "default", "-f", self.write("list.json", LIST_FILE))
+        out, _ = await self.kubectl("get", "-n", "default", "configmaps", "-o", "json")
+        listing = json.loads(out)
+        for item in listing["items"]:
+            item["data"] = {"k": "v"}
+        path = self.write("replace.json", listing)
+        out, err = await self.kubectl("replace", "-n", "default", "-f", path)
+        self.assertIn("configmap/a replaced", out)
+        out, _ = await self.kubectl("get", "-n", "default", "configmap", "a", "-o",
+                                    "jsonpath={.data.k}")
+        self.assertEqual(out, "v")
+
+    async def test_unknown_field_in_list_item_refused(self):
+        """An unknown field in a List's item is refused by kubectl's own validation of the v2 schema."""
+        bad = json.loads(json.dumps(LIST_FILE))
+        bad["items"][0]["datta"] = {"k": "v"}
+        code, out, err = await self.run_kubectl(
+            "create", "-n", "default", "--validate=true", "-f", self.write("bad.json", bad))
+        self.assertNotEqual(code, 0)
+        self.assertIn('unknown field "datta"', err)
+        self.assertNotIn("content type", err)
+        code, _, _ = await self.run_kubectl("get", "-n", "default", "configmap", "a")
+        self.assertNotEqual(code, 0)
+
+    async def test_explain_plaintext_openapiv2(self):
+        """kubectl explain --output=plaintext-openapiv2 prints a kind's fields from the v2 document."""
+        out, _ = await self.kubectl("explain", "pods", "--output=plaintext-openapiv2")
+        self.assertIn("KIND:     Pod", out)
+        self.assertIn("metadata\t<Object>", out)
+        self.assertIn("Standard object metadata.", out)
+        out, _ = await self.kubectl("explain", "configmaps", "--output=plaintext-openapiv2")
+        self.assertIn("binaryData\t<map[string]string>", out)
+        self.assertIn("immutable\t<boolean>", out)
