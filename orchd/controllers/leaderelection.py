@@ -76,7 +76,8 @@ class LeaderElector:
         renewals, or L{stop}); it may return a Deferred, which L{stop} awaits.
     @param sole: the store is this process's alone (LevelDB holds a lock on
         it): a Lease held by another identity belongs to a dead predecessor
-        and is taken at once rather than after it expires.
+        and is taken at once rather than after it expires, and a renewal
+        that comes late (a busy reactor) does not make this process step down.
 
     @ivar leading: whether this candidate leads now.
     @ivar leader: the holder identity last read from the Lease (None: nobody).
@@ -146,7 +147,7 @@ class LeaderElector:
         if not self._running:
             return
         now = self._clock.seconds()
-        if ok and now < began + self.renew_deadline:
+        if ok and (now < began + self.renew_deadline or self.sole):
             if self._deadline is not None and self._deadline.active():
                 self._deadline.cancel()
             self._deadline = self._clock.callLater(began + self.renew_deadline - now,
@@ -165,6 +166,13 @@ class LeaderElector:
 
     def _renew_deadline_passed(self):
         self._deadline = None
+        if self.leading and self.sole:
+            # No other process can use this store: stepping down would only
+            # stop and restart the controllers. Keep leading; renew when able.
+            self.log.warn("{identity} could not renew {name} within {deadline}s; the store is "
+                          "this process's alone, so it keeps leading",
+                          identity=self.identity, name=self.name, deadline=self.renew_deadline)
+            return
         if self.leading:
             self.log.warn("{identity} could not renew {name} within {deadline}s; stepping down",
                           identity=self.identity, name=self.name, deadline=self.renew_deadline)

@@ -13,6 +13,9 @@ from twisted.logger import Logger
 
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
 
+#: Listed objects decoded per reactor turn.
+LIST_SLICE = 2000
+
 
 def event_object(event):
     """The object carried by a store event, with the change's resourceVersion."""
@@ -43,12 +46,15 @@ class Informer:
         all of it. A handler that needs little of it keeps the process lean by
         keeping only that: what is kept is what it gets as C{old}, and as
         C{obj} too for deletions found by listing again.
+    @param clock: the reactor turns of a long listing are taken from (by
+        default the global reactor's).
     """
 
     log = Logger()
 
-    def __init__(self, store, prefix, on_change, keep=None):
+    def __init__(self, store, prefix, on_change, keep=None, clock=None):
         self._store = store
+        self._clock = clock
         self._prefix = prefix
         self._on_change = on_change
         self._keep = keep or (lambda obj: obj)
@@ -59,14 +65,28 @@ class Informer:
         self.revision = 0
 
     async def start(self):
-        """List, then watch; fires once the cache holds the listed state."""
+        """
+        List, then watch; fires once the cache holds the listed state.
+
+        A long listing is decoded a slice per reactor turn (tens of thousands
+        of pods take seconds, and many informers list at once when the
+        controllers start, which must not stall the Lease renewal or anyone's
+        request); the cache then changes, and handlers hear of it, at once.
+        """
         page = await self._store.list(self._prefix)
+        listed = []
+        for index, kv in enumerate(page.items):
+            if index and index % LIST_SLICE == 0:
+                await self._next_turn()
+                if self._stopped:
+                    return
+            obj = orjson.loads(kv.value)
+            obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+            listed.append((kv, obj))
         old_cache, self.cache = self.cache, {}
         old_revisions, self._revisions = self._revisions, {}
         self.revision = page.revision
-        for kv in page.items:
-            obj = orjson.loads(kv.value)
-            obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        for kv, obj in listed:
             self.cache[kv.key] = self._keep(obj)
             self._revisions[kv.key] = kv.mod_revision
             if kv.key not in old_cache:
@@ -78,6 +98,14 @@ class Informer:
                 self._notify(DELETED, kept, kept)
         self._watch = await self._store.watch(
             self._prefix, page.revision, self._events, self._failed)
+
+    def _next_turn(self):
+        clock = self._clock
+        if clock is None:
+            from twisted.internet import reactor as clock
+        turn = Deferred()
+        clock.callLater(0, turn.callback, None)
+        return turn
 
     def stop(self):
         self._stopped = True

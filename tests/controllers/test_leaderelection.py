@@ -222,6 +222,28 @@ class ElectionTests(SynchronousTestCase):
         self.assertFalse(b.leading)
         self.assertEqual(self.lease()["spec"]["holderIdentity"], "a")
 
+    def test_sole_holder_keeps_leading_through_late_renewals(self):
+        """With a store of its own, a renewal late past the deadline keeps the controllers."""
+        a = self.elector("a", sole=True)
+        find, late = a._leases.find, []
+
+        def slow_find(ctx, name):
+            answer = Deferred()
+            late.append((answer, ctx, name))
+            return answer
+        a.start()
+        self.tick(4)
+        self.patch(a._leases, "find", slow_find)
+        self.tick(RENEW_DEADLINE + 1)          # the reactor was busy elsewhere
+        self.assertTrue(a.leading)
+        self.patch(a._leases, "find", find)
+        answer, ctx, name = late.pop()
+        Deferred.fromCoroutine(find(ctx, name)).chainDeferred(answer)   # late, but through
+        self.tick(RETRY_PERIOD)
+        self.assertTrue(a.leading)
+        self.assertEqual(a.events.log, ["started"])
+        self.assertEqual(self.lease()["spec"]["holderIdentity"], "a")
+
     def test_sole_store_takes_a_dead_predecessors_lease(self):
         """With a store locked to this process, an old holder's Lease is taken at once."""
         a = self.elector("a")

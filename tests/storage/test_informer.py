@@ -2,9 +2,10 @@
 
 import orjson
 from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.storage.informer import Informer
+from orchd.storage.informer import LIST_SLICE, Informer
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
 from orchd.storage.memory import MemoryStore
 
@@ -44,6 +45,37 @@ class InformerTests(SynchronousTestCase):
             return self.successResultOf(
                 self.store.update(key, thing(name, colour), current.mod_revision))
         return self.successResultOf(self.store.delete(key))
+
+    def test_long_listing_is_decoded_over_several_turns(self):
+        """A listing past a slice yields the reactor; the cache and handlers change at the end."""
+        for i in range(2 * LIST_SLICE + 1):
+            self.write("create", f"t{i:05d}", "red")
+        clock = Clock()
+        informer = Informer(self.store, PREFIX, self.record, clock=clock)
+        started = Deferred.fromCoroutine(informer.start())
+        self.addCleanup(informer.stop)
+        self.assertNoResult(started)
+        self.assertEqual((informer.cache, self.seen), ({}, []))
+        self.assertEqual(len(clock.getDelayedCalls()), 1)
+        clock.advance(0)            # runs the later slices' turns too
+        self.successResultOf(started)
+        self.assertEqual(len(informer.cache), 2 * LIST_SLICE + 1)
+        self.assertEqual(len(self.seen), 2 * LIST_SLICE + 1)
+        self.write("update", "t00000", "green")
+        self.assertEqual(self.seen[-1], (MODIFIED, "uid-t00000", "green", "red"))
+
+    def test_stopped_while_listing(self):
+        """An informer stopped between slices ends its listing and never watches."""
+        for i in range(LIST_SLICE + 1):
+            self.write("create", f"t{i:05d}", "red")
+        clock = Clock()
+        informer = Informer(self.store, PREFIX, self.record, clock=clock)
+        started = Deferred.fromCoroutine(informer.start())
+        informer.stop()
+        clock.advance(0)
+        self.successResultOf(started)
+        self.write("create", "late", "blue")
+        self.assertEqual((informer.cache, self.seen), ({}, []))
 
     def test_lists_then_follows(self):
         """Listed objects arrive as ADDED; later changes as they happen, with the old object."""
