@@ -29,6 +29,8 @@ from zope.interface import implementer
 from orchd.client.body import BytesProducer
 from orchd.tls.client import ClientTLSPolicy
 
+#: Connections kept open to the server.
+KEPT_CONNECTIONS = 4
 #: Seconds a request may take before it fails (a hung server must not stall heartbeats).
 REQUEST_TIMEOUT = 15.0
 
@@ -49,6 +51,9 @@ class APIClient:
         self.url = server_url.rstrip("/")
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.retryAutomatically = False
+        # The pod worker, the event recorder, the Lease and the node status
+        # each have a request out at times: keep a connection for each.
+        self.pool.maxPersistentPerHost = KEPT_CONNECTIONS
         policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
         self.agent = Agent.usingEndpointFactory(reactor, _KeptEndpoints(reactor, policy),
                                                 pool=self.pool)
