@@ -5,6 +5,8 @@ at a time, repeated requests for a waiting key collapse into one, and a
 failed key comes back after a delay that doubles up to a bound.
 """
 
+from collections import deque
+
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
@@ -26,7 +28,7 @@ class WorkQueue:
         self._base = base_delay
         self._max = max_delay
         self._concurrency = concurrency
-        self._waiting = []
+        self._waiting = deque()
         self._queued = set()
         self._busy = set()
         self._dirty = set()
@@ -34,6 +36,7 @@ class WorkQueue:
         self._timers = {}
         self._running = 0
         self._stopped = False
+        self._pumping = False
 
     def add(self, key):
         """Ask for C{key} to be worked on (again) as soon as possible."""
@@ -63,15 +66,21 @@ class WorkQueue:
         self.add(key)
 
     def _pump(self):
-        while self._waiting and self._running < self._concurrency and not self._stopped:
-            key = self._waiting.pop(0)
-            self._queued.discard(key)
-            self._busy.add(key)
-            self._running += 1
-            d = Deferred.fromCoroutine(self._work(key))
-            d.addCallbacks(self._succeeded, self._failed, callbackArgs=(key,),
-                           errbackArgs=(key,))
-            d.addBoth(self._finished, key)
+        if self._pumping:
+            return          # work that finished at once: the loop below goes on
+        self._pumping = True
+        try:
+            while self._waiting and self._running < self._concurrency and not self._stopped:
+                key = self._waiting.popleft()
+                self._queued.discard(key)
+                self._busy.add(key)
+                self._running += 1
+                d = Deferred.fromCoroutine(self._work(key))
+                d.addCallbacks(self._succeeded, self._failed, callbackArgs=(key,),
+                               errbackArgs=(key,))
+                d.addBoth(self._finished, key)
+        finally:
+            self._pumping = False
 
     def _succeeded(self, _, key):
         self._failures.pop(key, None)

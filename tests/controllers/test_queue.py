@@ -45,3 +45,20 @@ class WorkQueueTests(SynchronousTestCase):
         self.assertEqual(self.flushLoggedErrors(StatusError), [])
         self.clock.advance(1)
         self.assertEqual(self.calls, ["k", "k"])
+
+    def test_work_done_at_once_does_not_recurse(self):
+        """Thousands of keys whose work ends at once are worked in a loop, not a recursion."""
+        done, first = [], Deferred()
+
+        async def work(key):
+            if key == "first":
+                await first
+            done.append(key)
+
+        queue = WorkQueue(work, self.clock, concurrency=1)
+        queue.add("first")
+        for i in range(20_000):
+            queue.add(f"k{i}")          # waiting behind the first
+        first.callback(None)
+        self.assertEqual(len(done), 20_001)
+        self.assertEqual(self.flushLoggedErrors(), [])
