@@ -45,6 +45,7 @@ from orchd.controllers.podcontrol import namespace_terminating, slow_start_batch
 from orchd.controllers.podstate import controller_ref, is_active, parse_time, pod_key
 from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
+from orchd.registry.kinds.batch import CONTROLLER_UID
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
 
@@ -85,6 +86,9 @@ class JobController(CacheSyncedController):
         self._backoff = Backoff()
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
+        #: (namespace, controller-uid label) -> orphan pod keys: the only orphans a
+        #: Job with a generated selector can match, found without scanning them all.
+        self._orphans_by_uid = defaultdict(set)
         #: Job uid -> uids of pods whose finalizer was removed here (counted).
         self._uncounting = defaultdict(set)
         #: Job uid -> (failures in a row, time of the last).
@@ -125,14 +129,19 @@ class JobController(CacheSyncedController):
     def _index(self, pod, add):
         meta = pod["metadata"]
         ref = controller_ref(meta)
-        bucket = self._owned[ref["uid"]] if ref is not None else \
-            self._orphans[meta.get("namespace", "")]
-        if add:
-            bucket.add(pod_key(pod))
-        else:
-            bucket.discard(pod_key(pod))
-            if ref is not None and not bucket:
-                self._owned.pop(ref["uid"], None)
+        buckets = [(self._owned, ref["uid"])] if ref is not None else \
+            [(self._orphans, meta.get("namespace", ""))]
+        label = (meta.get("labels") or {}).get(CONTROLLER_UID)
+        if ref is None and isinstance(label, str):
+            buckets.append((self._orphans_by_uid, (meta.get("namespace", ""), label)))
+        for index, name in buckets:
+            bucket = index[name]
+            if add:
+                bucket.add(pod_key(pod))
+            else:
+                bucket.discard(pod_key(pod))
+                if not bucket:
+                    del index[name]
 
     def _pod_changed(self, type, obj, old):
         if old is not None:
@@ -177,6 +186,15 @@ class JobController(CacheSyncedController):
     def _context(self, namespace):
         return RequestContext(self._catalog.system_context().user, namespace,
                               field_manager=COMPONENT)
+
+    def _orphan_candidates(self, job):
+        """The orphans of C{job}'s namespace its selector may match."""
+        namespace = job["metadata"].get("namespace", "")
+        match = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        uid = match.get(CONTROLLER_UID)
+        if isinstance(uid, str):
+            return self._orphans_by_uid.get((namespace, uid), set())
+        return self._orphans.get(namespace, set())
 
     def _cached_pods(self, keys):
         cache, prefix = self._pods.cache, self._pod_prefix
@@ -252,7 +270,7 @@ class JobController(CacheSyncedController):
         meta = job["metadata"]
         namespace = meta.get("namespace", "")
         candidates = self._cached_pods(self._owned.get(meta["uid"], set()))
-        candidates += [p for p in self._cached_pods(self._orphans.get(namespace, set()))
+        candidates += [p for p in self._cached_pods(self._orphan_candidates(job))
                        if is_active(p)]
         manager = ControllerRefManager(
             self._pods_provider, job, "batch/v1", "Job", _selector(job),

@@ -271,6 +271,22 @@ class JobTests(SynchronousTestCase):
         owners = self.h.get(f"{PODS}/stray")["metadata"].get("ownerReferences") or []
         self.assertEqual([o["name"] for o in owners], ["pi"])
 
+    def test_generated_selector_adopts_by_its_uid_label(self):
+        """An orphan carrying a Job's uid label is adopted; others in the namespace are not read."""
+        created = self.create(completions=2, parallelism=1)
+        uid = created["metadata"]["uid"]
+        stray = pod("stray")
+        stray["metadata"]["labels"] = dict(created["spec"]["template"]["metadata"]["labels"])
+        self.h.call("POST", PODS, stray, 201)
+        for i in range(3):
+            self.h.call("POST", PODS, pod(f"other{i}"), 201)
+        self.assertEqual(self.controller._orphan_candidates(self.h.get(f"{JOBS}/pi")),
+                         set())                          # the stray is adopted by now
+        owners = self.h.get(f"{PODS}/stray")["metadata"].get("ownerReferences") or []
+        self.assertEqual([(o["name"], o["uid"]) for o in owners], [("pi", uid)])
+        for i in range(3):
+            self.assertNotIn("ownerReferences", self.h.get(f"{PODS}/other{i}")["metadata"])
+
     def test_lagging_cache_counts_once(self):
         """A pod cache that still shows a counted pod with its finalizer does not count it twice."""
         created = self.create(completions=2, parallelism=1)
