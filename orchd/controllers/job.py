@@ -56,6 +56,13 @@ MAX_CREATE_DELETE = 500
 _ORPHAN = "~"
 
 
+def _generated_uid(job):
+    """The uid a Job's selector requires of pods' controller-uid label, or None."""
+    match = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    uid = match.get(CONTROLLER_UID)
+    return uid if isinstance(uid, str) else None
+
+
 def _selector(job):
     selector = ju.job_spec(job).get("selector")
     if not isinstance(selector, dict):
@@ -94,6 +101,11 @@ class JobController(CacheSyncedController):
         #: Job uid -> (failures in a row, time of the last).
         self._failures = {}
         self._names = defaultdict(set)
+        #: (namespace, uid) -> name of the Job whose generated selector is on that uid,
+        #: and namespace -> names of Jobs with selectors of their own: the only Jobs
+        #: an orphan pod can match, found without trying every Job of the namespace.
+        self._generated = {}
+        self._manual = defaultdict(set)
         self._jobs = self.follow("batch", "jobs", self._job_changed)
         self._pods = self.follow("", "pods", self._pod_changed, keep=ju.keep_job_pod)
 
@@ -103,8 +115,11 @@ class JobController(CacheSyncedController):
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
         key = f"{namespace}/{meta['name']}"
+        if old is not None:
+            self._index_job(old, False)
         if type != DELETED:
             self._names[namespace].add(meta["name"])
+            self._index_job(obj, True)
         else:
             self._names[namespace].discard(meta["name"])
             if not self._names[namespace]:
@@ -115,6 +130,22 @@ class JobController(CacheSyncedController):
             self._failures.pop(uid, None)
             self._uncounting.pop(uid, None)
         self.enqueue(key)
+
+    def _index_job(self, job, add):
+        meta = job["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
+        uid = _generated_uid(job)
+        if uid is not None:
+            if add:
+                self._generated[(namespace, uid)] = name
+            elif self._generated.get((namespace, uid)) == name:
+                del self._generated[(namespace, uid)]
+        elif add:
+            self._manual[namespace].add(name)
+        else:
+            self._manual[namespace].discard(name)
+            if not self._manual[namespace]:
+                del self._manual[namespace]
 
     def _job_key(self, namespace, ref):
         """The key of the cached Job C{ref} names, or None."""
@@ -176,7 +207,11 @@ class JobController(CacheSyncedController):
         self.enqueue(key)
 
     def _enqueue_matching(self, namespace, labels):
-        for name in sorted(self._names.get(namespace, ())):
+        names = set(self._manual.get(namespace, ()))
+        uid = (labels or {}).get(CONTROLLER_UID)
+        if isinstance(uid, str) and (namespace, uid) in self._generated:
+            names.add(self._generated[(namespace, uid)])
+        for name in sorted(names):
             job = self._jobs.cache.get(f"{self._job_prefix}{namespace}/{name}")
             if job is not None and _selector(job).matches(labels or {}):
                 self.enqueue(f"{namespace}/{name}")
@@ -190,9 +225,8 @@ class JobController(CacheSyncedController):
     def _orphan_candidates(self, job):
         """The orphans of C{job}'s namespace its selector may match."""
         namespace = job["metadata"].get("namespace", "")
-        match = ((job.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        uid = match.get(CONTROLLER_UID)
-        if isinstance(uid, str):
+        uid = _generated_uid(job)
+        if uid is not None:
             return self._orphans_by_uid.get((namespace, uid), set())
         return self._orphans.get(namespace, set())
 

@@ -287,6 +287,23 @@ class JobTests(SynchronousTestCase):
         for i in range(3):
             self.assertNotIn("ownerReferences", self.h.get(f"{PODS}/other{i}")["metadata"])
 
+    def test_orphans_try_only_the_jobs_they_may_match(self):
+        """Jobs are indexed by generated uid or as manual selectors, and leave the index."""
+        created = self.create()
+        manual = job(name="own", manualSelector=True)
+        manual["spec"]["selector"] = {"matchLabels": {"app": "web"}}
+        manual["spec"]["template"]["metadata"] = {"labels": {"app": "web"}}
+        self.h.call("POST", JOBS, manual, 201)
+        self.assertEqual(self.controller._generated,
+                         {("default", created["metadata"]["uid"]): "pi"})
+        self.assertEqual(dict(self.controller._manual), {"default": {"own"}})
+        self.h.call("DELETE", f"{JOBS}/own", code=200)
+        self.h.call("DELETE", f"{JOBS}/pi", code=200)
+        self.h.clock.advance(1)
+        self.h.finish_deletions()
+        self.h.clock.advance(1)
+        self.assertEqual((self.controller._generated, dict(self.controller._manual)), ({}, {}))
+
     def test_lagging_cache_counts_once(self):
         """A pod cache that still shows a counted pod with its finalizer does not count it twice."""
         created = self.create(completions=2, parallelism=1)
