@@ -256,7 +256,9 @@ def daemonset_round(orchd, args, round_number):
     settle(orchd)
     name = f"bench-ds-{round_number}"
     started = time.monotonic()
-    status, data = orchd.request("POST", DAEMONSETS, daemonset(name, "registry.example/bench:1"))
+    # Images of this round: every node pulls them (1 s each in the simulated runtime).
+    image = f"registry.example/bench-ds-{round_number}"
+    status, data = orchd.request("POST", DAEMONSETS, daemonset(name, f"{image}:1"))
     if status != 201:
         raise SystemExit(f"daemonset create failed: {status} {data[:200]!r}")
     created = wait_until(orchd, f"{DAEMONSETS}/{name}", rolled_out,
@@ -265,7 +267,7 @@ def daemonset_round(orchd, args, round_number):
     status, data = orchd.request(
         "PATCH", f"{DAEMONSETS}/{name}",
         {"spec": {"template": {"spec": {"containers": [
-            {"name": "c", "image": "registry.example/bench:2"}]}}}},
+            {"name": "c", "image": f"{image}:2"}]}}}},
         content_type="application/strategic-merge-patch+json")
     if status != 200:
         raise SystemExit(f"daemonset update failed: {status} {data[:200]!r}")
