@@ -178,6 +178,13 @@ class PodValidationTests(SynchronousTestCase):
         self.assertEqual(got, code, status)
         return [f"{c['field']}: {c['message']}" for c in status["details"]["causes"]]
 
+    def test_spec_that_is_no_object_is_a_client_error(self):
+        """A pod whose spec is a list or a string is refused (4xx), never a 500."""
+        for spec in ([], "x", 5):
+            code, status, _ = self.api.call("POST", PODS, {"metadata": {"name": "p"},
+                                                          "spec": spec})
+            self.assertIn(code, (400, 422), (spec, status))
+
     def test_invalid_quantity_is_a_decoding_error(self):
         """A request that is no quantity fails as upstream's decoding does: 400, its message."""
         for value in ("abc", "1.5.5", "", True, {"a": 1}, "1e"):

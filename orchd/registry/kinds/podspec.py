@@ -444,8 +444,9 @@ def qos_class(spec):
     """
     requests, limits = {}, {}
     guaranteed = True
+    spec = _dict(spec) or {}        # not an object: validation refuses it next
     for field in ("containers", "initContainers"):
-        for container in _dicts((spec or {}).get(field)):
+        for container in _dicts(spec.get(field)):
             resources = _dict(container.get("resources")) or {}
             for name, quantity in (_dict(resources.get("requests")) or {}).items():
                 if name in _QOS_RESOURCES:
