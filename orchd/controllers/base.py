@@ -13,8 +13,9 @@ from collections import defaultdict
 from twisted.application.service import Service
 from twisted.logger import Logger
 
-from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.controllers.queue import WorkQueue
+from orchd.controllers.retry import Backoff
+from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
 
 
@@ -120,6 +121,15 @@ class CacheSyncedController(QueuedController):
         super().__init__(catalog, clock, concurrency)
         self._synced = False
         self._early = set()
+        #: Per-key delays of failed syncs (upstream's rate-limited requeue).
+        self._backoff = Backoff()
+
+    def retry_later(self, key, what, error):
+        """Sync C{key} (a C{what}) again after its backoff: the API refused a write."""
+        delay = self._backoff.failed(key)
+        self.log.info("Sync of {what} {key} failed ({error}); retrying in {delay:.1f}s",
+                      what=what, key=key, error=error.message, delay=delay)
+        self.enqueue(key, after=delay)
 
     def startService(self):
         super().startService()

@@ -16,12 +16,29 @@ the same name is left alone.
 """
 
 from orchd.api.errors import StatusError
+from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers.podstate import controller_ref
 from orchd.registry.context import RequestContext
 
 
 class _Replaced(Exception):
     """The object at the name has another uid now: the one claimed is gone."""
+
+
+def owner_selector(owner):
+    """
+    The label selector of a workload's spec; a missing, malformed or empty
+    one selects nothing (upstream's validation refuses those anyway).
+    """
+    spec = owner.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    if not isinstance(selector, dict):
+        return NOTHING
+    try:
+        parsed = selector_from_label_selector_object(selector)
+    except StatusError:
+        return NOTHING
+    return NOTHING if parsed.empty else parsed
 
 
 def owner_reference(api_version, kind, owner):

@@ -30,9 +30,10 @@ from collections import defaultdict
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers.base import CacheSyncedController
-from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
+from orchd.controllers.controllerref import (
+    ControllerRefManager, owner_reference, owner_selector, recheck_owner,
+)
 from orchd.controllers.daemonnodes import (
     keep_node, pinned_affinity, should_run, target_node, with_daemon_tolerations,
 )
@@ -51,7 +52,6 @@ from orchd.controllers.podstate import (
     FAILED, controller_ref, is_ready, keep_pod, pod_key,
 )
 from orchd.controllers.replicaset import min_ready_seconds
-from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
 from orchd.storage.interfaces import DELETED
 
@@ -79,17 +79,6 @@ def template_spec(owner):
     return (((owner.get("spec") or {}).get("template") or {}).get("spec")) or {}
 
 
-def _selector(owner):
-    selector = (owner.get("spec") or {}).get("selector")
-    if not isinstance(selector, dict):
-        return NOTHING
-    try:
-        parsed = selector_from_label_selector_object(selector)
-    except StatusError:
-        return NOTHING
-    return NOTHING if parsed.empty else parsed
-
-
 class DaemonSetController(CacheSyncedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
@@ -108,7 +97,6 @@ class DaemonSetController(CacheSyncedController):
         self._control = PodControl(catalog, self._recorder, COMPONENT)
         self._history = History(catalog, COMPONENT)
         self.expectations = Expectations(clock)
-        self._backoff = Backoff()
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
         self._by_uid = {}
@@ -151,7 +139,7 @@ class DaemonSetController(CacheSyncedController):
             if key.split("/", 1)[0] != namespace:
                 continue
             owner = self._owners.cache.get(self._owner_prefix + key)
-            if owner is not None and _selector(owner).matches(labels or {}):
+            if owner is not None and owner_selector(owner).matches(labels or {}):
                 self.enqueue(key)
 
     def _pod_changed(self, type, obj, old):
@@ -219,7 +207,7 @@ class DaemonSetController(CacheSyncedController):
         if meta.get("deletionTimestamp"):
             return
         namespace = meta.get("namespace", "")
-        selector = _selector(owner)
+        selector = owner_selector(owner)
         recheck = recheck_owner(self._provider, owner, self._catalog.system_context().user)
         pods, errors = await ControllerRefManager(
             self._catalog.resource("", "pods"), owner, API_VERSION, KIND, selector, recheck,
@@ -229,13 +217,13 @@ class DaemonSetController(CacheSyncedController):
             self._context(namespace)).claim(self._revisions.candidates(owner))
         errors += more
         if errors:
-            self._retry(key, errors[0])
+            self.retry_later(key, "DaemonSet", errors[0])
             return
         try:
             current, old = await self._construct_history(owner, revisions)
         except StatusError as e:
             # A refused revision write (a namespace going away, a conflict) is retried.
-            self._retry(key, e)
+            self.retry_later(key, "DaemonSet", e)
             return
         if current is None:
             return
@@ -257,15 +245,9 @@ class DaemonSetController(CacheSyncedController):
                 await self._cleanup_history(owner, pods, old)
         await self._write_status(owner, nodes, by_node, hash)
         if error is not None:
-            self._retry(key, error)
+            self.retry_later(key, "DaemonSet", error)
             return
         self._backoff.succeeded(key)
-
-    def _retry(self, key, error):
-        delay = self._backoff.failed(key)
-        self.log.info("Sync of DaemonSet {key} failed ({error}); retrying in {delay:.1f}s",
-                      key=key, error=error.message, delay=delay)
-        self._queue.add_after(key, delay)
 
     # -- history -----------------------------------------------------------------
 
@@ -439,21 +421,13 @@ class DaemonSetController(CacheSyncedController):
                 self.expectations.creation_observed(key)
         if delete:
             results = await DeferredList(
-                [ensureDeferred(self._delete(key, owner, p)) for p in delete],
+                [ensureDeferred(self._control.delete_expected(owner, p, self.expectations, key)) for p in delete],
                 consumeErrors=True)
             for ok, result in results:
                 if not ok:
                     result.trap(StatusError)
                     error = error or result.value
         return error
-
-    async def _delete(self, key, owner, pod):
-        try:
-            await self._control.delete(owner, pod)
-        except StatusError as e:
-            self.expectations.deletion_observed(key, pod_key(pod))
-            if e.code != 404:
-                raise
 
     def _pod_template(self, owner, hash):
         """The template of new pods: the revision hash, the generation and daemon tolerations."""

@@ -30,7 +30,6 @@ from orchd.controllers.deploymentsync import DeploymentSync, IDeploymentWriter
 from orchd.controllers.deploymentutil import RECREATE, REVISION
 from orchd.controllers.events import WARNING, EventRecorder
 from orchd.controllers.podstate import controller_ref
-from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import ADDED, DELETED
@@ -73,7 +72,6 @@ class DeploymentController(CacheSyncedController):
         self._rs_prefix = self._rs_provider.info.key_prefix()
         self._pod_prefix = catalog.resource("", "pods").info.key_prefix()
         self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
-        self._backoff = Backoff()
         self._names = defaultdict(set)
         self._selectors = {}
         self._rs_owned = defaultdict(set)
@@ -209,10 +207,7 @@ class DeploymentController(CacheSyncedController):
         try:
             await self._sync_deployment(key, d)
         except StatusError as e:
-            delay = self._backoff.failed(key)
-            self.log.info("Sync of Deployment {key} failed ({error}); retrying in {delay:.1f}s",
-                          key=key, error=e.message, delay=delay)
-            self._queue.add_after(key, delay)
+            self.retry_later(key, "Deployment", e)
         else:
             self._backoff.succeeded(key)
 

@@ -34,16 +34,14 @@ from collections import defaultdict
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers import jobutil as ju
 from orchd.controllers.base import CacheSyncedController
-from orchd.controllers.controllerref import ControllerRefManager, recheck_owner
+from orchd.controllers.controllerref import ControllerRefManager, owner_selector, recheck_owner
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.expectations import Expectations
 from orchd.controllers.jobpods import pod_for, removal_order
 from orchd.controllers.podcontrol import namespace_terminating, slow_start_batch
 from orchd.controllers.podstate import controller_ref, is_active, parse_time, pod_key
-from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
 from orchd.registry.kinds.batch import CONTROLLER_UID
 from orchd.registry.options import DeleteOptions
@@ -63,17 +61,6 @@ def _generated_uid(job):
     return uid if isinstance(uid, str) else None
 
 
-def _selector(job):
-    selector = ju.job_spec(job).get("selector")
-    if not isinstance(selector, dict):
-        return NOTHING
-    try:
-        parsed = selector_from_label_selector_object(selector)
-    except StatusError:
-        return NOTHING
-    return NOTHING if parsed.empty else parsed
-
-
 class JobController(CacheSyncedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
@@ -90,7 +77,6 @@ class JobController(CacheSyncedController):
         self._pod_prefix = self._pods_provider.info.key_prefix()
         self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
         self.expectations = Expectations(clock)
-        self._backoff = Backoff()
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
         #: (namespace, controller-uid label) -> orphan pod keys: the only orphans a
@@ -213,7 +199,7 @@ class JobController(CacheSyncedController):
             names.add(self._generated[(namespace, uid)])
         for name in sorted(names):
             job = self._jobs.cache.get(f"{self._job_prefix}{namespace}/{name}")
-            if job is not None and _selector(job).matches(labels or {}):
+            if job is not None and owner_selector(job).matches(labels or {}):
                 self.enqueue(f"{namespace}/{name}")
 
     # -- helpers ---------------------------------------------------------------------
@@ -293,10 +279,7 @@ class JobController(CacheSyncedController):
         except StatusError as e:
             if e.code == 404:
                 return
-            delay = self._backoff.failed(key)
-            self.log.info("Sync of Job {key} failed ({error}); retrying in {delay:.1f}s",
-                          key=key, error=e.message, delay=delay)
-            self.enqueue(key, after=delay)
+            self.retry_later(key, "Job", e)
             return
         self._backoff.succeeded(key)
 
@@ -307,7 +290,7 @@ class JobController(CacheSyncedController):
         candidates += [p for p in self._cached_pods(self._orphan_candidates(job))
                        if is_active(p)]
         manager = ControllerRefManager(
-            self._pods_provider, job, "batch/v1", "Job", _selector(job),
+            self._pods_provider, job, "batch/v1", "Job", owner_selector(job),
             recheck_owner(self._jobs_provider, job, self._catalog.system_context().user),
             self._context(namespace))
         pods, errors = await manager.claim(candidates)

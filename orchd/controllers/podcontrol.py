@@ -18,6 +18,7 @@ from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
 from orchd.controllers.events import NORMAL, WARNING
+from orchd.controllers.podstate import pod_key
 from orchd.registry.context import RequestContext
 
 #: Upstream's C{SlowStartInitialBatchSize}.
@@ -134,3 +135,16 @@ class PodControl:
                                       f"Error deleting: {e.message}")
             raise
         self._recorder.record(owner, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta['name']}")
+
+    async def delete_expected(self, owner, pod, expectations, key):
+        """
+        L{delete}, for a deletion C{expectations} awaits under C{key}: one
+        that fails will never be seen by the informer, so it is counted as
+        observed; a pod already gone is no failure.
+        """
+        try:
+            await self.delete(owner, pod)
+        except StatusError as e:
+            expectations.deletion_observed(key, pod_key(pod))
+            if e.code != 404:
+                raise

@@ -31,7 +31,9 @@ from orchd.api.errors import StatusError
 from orchd.api.meta import rfc3339
 from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers.base import CacheSyncedController
-from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
+from orchd.controllers.controllerref import (
+    ControllerRefManager, owner_reference, owner_selector, recheck_owner,
+)
 from orchd.controllers.events import EventRecorder
 from orchd.controllers.expectations import TIMEOUT, Expectations
 from orchd.controllers.podcontrol import PodControl, namespace_terminating, slow_start_batch
@@ -39,7 +41,6 @@ from orchd.controllers.podranking import pods_to_delete
 from orchd.controllers.podstate import (
     controller_ref, is_active, is_available, is_ready, keep_pod, pod_key, ready_since,
 )
-from orchd.controllers.retry import Backoff
 from orchd.registry.context import RequestContext
 from orchd.storage.interfaces import ADDED, DELETED
 
@@ -48,13 +49,6 @@ BURST_REPLICAS = 500
 REPLICA_FAILURE = "ReplicaFailure"
 
 
-def _replica_set_selector(owner):
-    """A ReplicaSet's selector; an empty one selects nothing (upstream refuses it)."""
-    selector = (owner.get("spec") or {}).get("selector")
-    if not isinstance(selector, dict):
-        return NOTHING
-    parsed = selector_from_label_selector_object(selector)
-    return NOTHING if parsed.empty else parsed
 
 
 def _replication_controller_selector(owner):
@@ -87,7 +81,7 @@ class OwnerKind:
 
 
 REPLICA_SETS = OwnerKind("replicaset", "apps", "replicasets", "apps/v1", "ReplicaSet",
-                         "replicaset-controller", _replica_set_selector)
+                         "replicaset-controller", owner_selector)
 REPLICATION_CONTROLLERS = OwnerKind(
     "replicationcontroller", "", "replicationcontrollers", "v1", "ReplicationController",
     "replication-controller", _replication_controller_selector)
@@ -211,7 +205,6 @@ class ReplicaSetController(CacheSyncedController):
         self._recorder = recorder or EventRecorder(catalog, clock, kind.component)
         self._control = PodControl(catalog, self._recorder, kind.component)
         self.expectations = Expectations(clock, expectations_timeout)
-        self._backoff = Backoff()
         self._selectors = {}
         self._owned = defaultdict(set)
         self._orphans = defaultdict(set)
@@ -359,7 +352,7 @@ class ReplicaSetController(CacheSyncedController):
             self._context(namespace))
         pods, errors = await manager.claim(candidates)
         if errors:
-            self._retry(key, errors[0])
+            self.retry_later(key, self._kind.kind, errors[0])
             return
         error = None
         if needs_sync and not meta.get("deletionTimestamp"):
@@ -368,19 +361,13 @@ class ReplicaSetController(CacheSyncedController):
         status = calculate_status(owner, pods, error, now)
         written = await self._write_status(owner, status)
         if error is not None:
-            self._retry(key, error)
+            self.retry_later(key, self._kind.kind, error)
             return
         self._backoff.succeeded(key)
         if written is not None:
             delay = next_availability(owner, pods, now)
             if delay is not None:
                 self.enqueue(key, after=delay)
-
-    def _retry(self, key, error):
-        delay = self._backoff.failed(key)
-        self.log.info("Sync of {kind} {key} failed ({error}); retrying in {delay:.1f}s",
-                      kind=self._kind.kind, key=key, error=error.message, delay=delay)
-        self._queue.add_after(key, delay)
 
     async def _manage(self, key, owner, pods):
         """Create or delete pods towards C{spec.replicas}; returns the first error, if any."""
@@ -410,21 +397,13 @@ class ReplicaSetController(CacheSyncedController):
                                      self._clock.seconds())
             self.expectations.expect_deletions(key, [pod_key(pod) for pod in victims])
             results = await DeferredList(
-                [ensureDeferred(self._delete(key, owner, pod)) for pod in victims],
+                [ensureDeferred(self._control.delete_expected(owner, pod, self.expectations, key)) for pod in victims],
                 consumeErrors=True)
             for ok, result in results:
                 if not ok:
                     result.trap(StatusError)
                     return result.value
         return None
-
-    async def _delete(self, key, owner, pod):
-        try:
-            await self._control.delete(owner, pod)
-        except StatusError as e:
-            self.expectations.deletion_observed(key, pod_key(pod))
-            if e.code != 404:
-                raise
 
     def _related_pods(self, owner):
         """

@@ -35,9 +35,10 @@ behind the store fails with AlreadyExists and the sync is retried.
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.api.selectors import NOTHING, selector_from_label_selector_object
 from orchd.controllers.base import CacheSyncedController
-from orchd.controllers.controllerref import ControllerRefManager, owner_reference, recheck_owner
+from orchd.controllers.controllerref import (
+    ControllerRefManager, owner_reference, owner_selector, recheck_owner,
+)
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.history import (
     HASH_LABEL, History, RevisionIndex, equal_data, hash_revision, history_limit,
@@ -45,7 +46,6 @@ from orchd.controllers.history import (
 )
 from orchd.controllers.podcontrol import namespace_terminating
 from orchd.controllers.podstate import PENDING, controller_ref, keep_pod, ready_since
-from orchd.controllers.retry import Backoff
 from orchd.controllers.statefulsetpods import (
     API_VERSION, KIND, claim_name, claim_owners, claim_templates, compute_status,
     identity_labels, in_range, is_created, is_finished, is_healthy, is_member, is_parallel,
@@ -61,17 +61,6 @@ MAX_COLLISIONS = 10
 _STATUS_FIELDS = ("replicas", "readyReplicas", "availableReplicas", "currentReplicas",
                   "updatedReplicas", "currentRevision", "updateRevision", "collisionCount",
                   "observedGeneration")
-
-
-def _selector(owner):
-    selector = (owner.get("spec") or {}).get("selector")
-    if not isinstance(selector, dict):
-        return NOTHING
-    try:
-        parsed = selector_from_label_selector_object(selector)
-    except StatusError:
-        return NOTHING
-    return NOTHING if parsed.empty else parsed
 
 
 def keep_claim(claim):
@@ -107,7 +96,6 @@ class StatefulSetController(CacheSyncedController):
         self._claim_prefix = self._claims_provider.info.key_prefix()
         self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
         self._history = History(catalog, COMPONENT)
-        self._backoff = Backoff()
         self._by_uid = {}
         self._names = {}
         #: Pod keys by (namespace, the set name their name gives).
@@ -196,7 +184,7 @@ class StatefulSetController(CacheSyncedController):
             return
         meta = owner["metadata"]
         namespace = meta.get("namespace", "")
-        selector = _selector(owner)
+        selector = owner_selector(owner)
         recheck = recheck_owner(self._provider, owner, self._catalog.system_context().user)
         pods, errors = await ControllerRefManager(
             self._pods_provider, owner, API_VERSION, KIND, selector, recheck,
@@ -206,14 +194,14 @@ class StatefulSetController(CacheSyncedController):
             self._context(namespace)).claim(self._revisions.candidates(owner))
         errors += more
         if errors:
-            self._retry(key, errors[0])
+            self.retry_later(key, "StatefulSet", errors[0])
             return
         revisions = sort_revisions(revisions)
         try:
             current, update, collisions = await self._revisions_of(owner, revisions)
         except StatusError as e:
             # A refused revision write (a namespace going away, a conflict) is retried.
-            self._retry(key, e)
+            self.retry_later(key, "StatefulSet", e)
             return
         error = None
         if not meta.get("deletionTimestamp"):
@@ -230,15 +218,9 @@ class StatefulSetController(CacheSyncedController):
         if not meta.get("deletionTimestamp"):
             await self._truncate_history(owner, pods, revisions, status)
         if error is not None:
-            self._retry(key, error)
+            self.retry_later(key, "StatefulSet", error)
             return
         self._backoff.succeeded(key)
-
-    def _retry(self, key, error):
-        delay = self._backoff.failed(key)
-        self.log.info("Sync of StatefulSet {key} failed ({error}); retrying in {delay:.1f}s",
-                      key=key, error=error.message, delay=delay)
-        self._queue.add_after(key, delay)
 
     # -- revisions ---------------------------------------------------------------
 
