@@ -303,6 +303,27 @@ def _rolling_update_errors(rolling, path):
     return errors
 
 
+def _default_rolling_update(spec, field, max_unavailable, max_surge):
+    """Upstream's default update strategy: RollingUpdate, with these bounds when unset."""
+    strategy = spec.get(field)
+    if strategy is None:
+        strategy = spec[field] = {}
+    if not isinstance(strategy, dict):
+        return
+    if not strategy.get("type"):
+        strategy["type"] = "RollingUpdate"
+    if strategy["type"] != "RollingUpdate":
+        return
+    rolling = strategy.get("rollingUpdate")
+    if rolling is None:
+        rolling = strategy["rollingUpdate"] = {}
+    if isinstance(rolling, dict):
+        if rolling.get("maxUnavailable") is None:
+            rolling["maxUnavailable"] = max_unavailable
+        if rolling.get("maxSurge") is None:
+            rolling["maxSurge"] = max_surge
+
+
 @implementer(IStrategy)
 class DeploymentStrategy(TemplatedStrategy):
     kind = "Deployment"
@@ -310,21 +331,7 @@ class DeploymentStrategy(TemplatedStrategy):
     def set_defaults(self, obj, spec):
         super().set_defaults(obj, spec)
         spec.setdefault("replicas", 1)
-        strategy = spec.get("strategy")
-        if strategy is None:
-            strategy = spec["strategy"] = {}
-        if isinstance(strategy, dict):
-            if not strategy.get("type"):
-                strategy["type"] = "RollingUpdate"
-            if strategy["type"] == "RollingUpdate":
-                rolling = strategy.get("rollingUpdate")
-                if rolling is None:
-                    rolling = strategy["rollingUpdate"] = {}
-                if isinstance(rolling, dict):
-                    if rolling.get("maxUnavailable") is None:
-                        rolling["maxUnavailable"] = "25%"
-                    if rolling.get("maxSurge") is None:
-                        rolling["maxSurge"] = "25%"
+        _default_rolling_update(spec, "strategy", max_unavailable="25%", max_surge="25%")
         if spec.get("revisionHistoryLimit") is None:
             spec["revisionHistoryLimit"] = 10
         if spec.get("progressDeadlineSeconds") is None:
@@ -506,21 +513,7 @@ class DaemonSetStrategy(TemplatedStrategy):
 
     def set_defaults(self, obj, spec):
         super().set_defaults(obj, spec)
-        update = spec.get("updateStrategy")
-        if update is None:
-            update = spec["updateStrategy"] = {}
-        if isinstance(update, dict):
-            if not update.get("type"):
-                update["type"] = "RollingUpdate"
-            if update["type"] == "RollingUpdate":
-                rolling = update.get("rollingUpdate")
-                if rolling is None:
-                    rolling = update["rollingUpdate"] = {}
-                if isinstance(rolling, dict):
-                    if rolling.get("maxUnavailable") is None:
-                        rolling["maxUnavailable"] = 1
-                    if rolling.get("maxSurge") is None:
-                        rolling["maxSurge"] = 0
+        _default_rolling_update(spec, "updateStrategy", max_unavailable=1, max_surge=0)
         if spec.get("revisionHistoryLimit") is None:
             spec["revisionHistoryLimit"] = 10
 
