@@ -17,12 +17,12 @@ hundred simulated nodes share one process with the server).
 """
 
 import orjson
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 from twisted.web.client import Agent, HTTPConnectionPool, readBody
 from twisted.web.http_headers import Headers
-from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
 from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import implementer
 

@@ -38,6 +38,7 @@ from orchd.orchlet.servingcert import (
     request_serving_certificate, serving_names, serving_paths, usable,
 )
 from orchd.orchlet.simulated import SimulatedRuntime
+from orchd.orchlet.startup import StartingService
 
 #: Seconds before a stored certificate's expiry at which a new one is made.
 RENEW_BEFORE = datetime.timedelta(days=1)
@@ -74,7 +75,7 @@ def store_pair(cert_path, key_path, pair):
     return pair
 
 
-class OrchletService(MultiService):
+class OrchletService(StartingService):
     """
     One node agent: its endpoint and its L{NodeAgent}, started once credentials exist.
 
@@ -85,6 +86,7 @@ class OrchletService(MultiService):
     """
 
     log = Logger()
+    what = "The node agent"
 
     def __init__(self, settings, reactor, plane=None):
         super().__init__()
@@ -98,31 +100,6 @@ class OrchletService(MultiService):
         self.endpoint = None
         self.runtime = None
         self.ready = Deferred()
-        self._waiting = None
-        self._work = None
-
-    def startService(self):
-        super().startService()
-        self._work = Deferred.fromCoroutine(self._start())
-        self._work.addErrback(self._failed)
-
-    def _failed(self, failure):
-        if not failure.check(CancelledError):
-            self.log.failure("The node agent could not start", failure)
-
-    async def _wait(self, deferred):
-        """Wait for C{deferred} without changing its result for others; cancellable."""
-        self._waiting = waiter = Deferred()
-
-        def fire(result):
-            if not waiter.called:
-                waiter.callback(None)
-            return result
-        deferred.addBoth(fire)
-        try:
-            await waiter
-        finally:
-            self._waiting = None
 
     async def _start(self):
         os.makedirs(self.root_dir, mode=0o700, exist_ok=True)
@@ -252,11 +229,9 @@ class OrchletService(MultiService):
         return Deferred.fromCoroutine(self._stop())
 
     async def _stop(self):
-        if self._waiting is not None:
-            self._waiting.cancel()
+        self._cancel_waiting()
         await MultiService.stopService(self)
-        if self._work is not None and not self._work.called:
-            self._work.cancel()
+        self._cancel_start()
         if self.runtime is not None:
             self.runtime.close()
         if self.api is not None:

@@ -37,7 +37,7 @@ import os
 import attr
 
 from twisted.application.service import MultiService
-from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore
+from twisted.internet.defer import Deferred, DeferredSemaphore
 from twisted.internet.error import CannotListenError
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
@@ -52,6 +52,7 @@ from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.service import load_pair, store_pair
 from orchd.orchlet.servingcert import serving_paths
 from orchd.orchlet.simulated import SimulatedRuntime
+from orchd.orchlet.startup import StartingService
 
 #: The label every simulated Node carries.
 SIMULATED_LABEL = "orchlet.orch.io/simulated"
@@ -124,7 +125,7 @@ def _healthy():
     return {}
 
 
-class SimulatedNodes(MultiService):
+class SimulatedNodes(StartingService):
     """
     The simulated nodes of L{SimulatedNodeSettings}, beside the API server C{plane}.
 
@@ -136,6 +137,7 @@ class SimulatedNodes(MultiService):
     """
 
     log = Logger()
+    what = "The simulated nodes"
 
     def __init__(self, settings, reactor, plane):
         super().__init__()
@@ -148,17 +150,6 @@ class SimulatedNodes(MultiService):
         self.clients = []
         self.watch = None
         self.ready = Deferred()
-        self._waiting = None
-        self._work = None
-
-    def startService(self):
-        super().startService()
-        self._work = Deferred.fromCoroutine(self._start())
-        self._work.addErrback(self._failed)
-
-    def _failed(self, failure):
-        if not failure.check(CancelledError):
-            self.log.failure("The simulated nodes could not start", failure)
 
     async def _start(self):
         settings, reactor = self.settings, self.reactor
@@ -216,31 +207,15 @@ class SimulatedNodes(MultiService):
             return None
         return endpoint
 
-    async def _wait(self, deferred):
-        """Wait for C{deferred} without changing its result for others; cancellable."""
-        self._waiting = waiter = Deferred()
-
-        def fire(result):
-            if not waiter.called:
-                waiter.callback(None)
-            return result
-        deferred.addBoth(fire)
-        try:
-            await waiter
-        finally:
-            self._waiting = None
-
     def stopService(self):
         return Deferred.fromCoroutine(self._stop())
 
     async def _stop(self):
-        if self._waiting is not None:
-            self._waiting.cancel()
+        self._cancel_waiting()
         if self.watch is not None:
             await self.watch.stop()
         await MultiService.stopService(self)
-        if self._work is not None and not self._work.called:
-            self._work.cancel()
+        self._cancel_start()
         for runtime in self.runtimes:
             runtime.close()
         for api in self.clients:
