@@ -48,7 +48,10 @@ class Orchd:
         self.log = open(os.path.join(workdir, "orchd.log"), "wb")
         self.process = subprocess.Popen(
             pinned(0, [sys.executable, "-c", TWISTD, "--pidfile=", "-n", "orchd",
-                       "--data-dir", self.data, "--secure-port", str(self.port), *flags]),
+                       "--data-dir", self.data, "--secure-port", str(self.port),
+                       # Free ports, so that servers run side by side (authz, etcd).
+                       "--orchlet-port", "0", "--scheduler-port", "0",
+                       "--controller-manager-port", "0", *flags]),
             stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
         self.url = f"https://127.0.0.1:{self.port}"
         self._wait_for_files()
