@@ -106,6 +106,11 @@ def _split(text, separator, limit=None):
     limit = -1 if limit is None else int(limit)
     if limit == 0:
         return celtypes.ListType([])
+    if separator == "":
+        parts = list(text)
+        if limit > 0 and len(parts) > limit:
+            parts = parts[:limit - 1] + ["".join(parts[limit - 1:])]
+        return celtypes.ListType([celtypes.StringType(p) for p in parts])
     parts = text.split(separator, limit - 1) if limit > 0 else text.split(separator)
     return celtypes.ListType([celtypes.StringType(p) for p in parts])
 
@@ -167,6 +172,18 @@ EXTENSIONS = {
     "min": _extreme(min),
     "max": _extreme(max),
 }
+
+def _guarded(name, function):
+    """An extension whose Python failures become CEL evaluation errors naming it."""
+    def guarded(*args):
+        try:
+            return function(*args)
+        except Exception as failure:  # wrong argument types or counts from a rule
+            return _fail(f"{name}: {failure}")
+    return guarded
+
+
+EXTENSIONS = {name: _guarded(name, function) for name, function in EXTENSIONS.items()}
 
 _ENV = celpy.Environment()
 _KNOWN_FUNCTIONS = (frozenset(celpy.evaluation.base_functions) | frozenset(EXTENSIONS)

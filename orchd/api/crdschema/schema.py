@@ -69,7 +69,7 @@ class CustomResourceSchema:
 
     def default(self, obj):
         """Fill the schema's defaults into C{obj} in place (absent or non-nullable null fields)."""
-        if self.root.has_defaults:
+        if type(obj) is dict:
             self.root.apply_defaults(obj)
         return obj
 
