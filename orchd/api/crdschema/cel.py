@@ -351,8 +351,8 @@ def _resolve(schema, field_path):
             return None
         if not name or not isinstance(node, dict):
             return None
-        properties = node.get("properties") or {}
-        if name in properties:
+        properties = node.get("properties")
+        if isinstance(properties, dict) and name in properties:
             node = properties[name]
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]

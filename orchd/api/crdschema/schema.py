@@ -124,18 +124,47 @@ class CustomResourceSchema:
 
 
 def _steps(path):
-    path = path.strip()
-    steps = []
-    for part in path.strip(".").split("."):
-        if not part:
-            continue
-        while "[" in part:  # foo[0] or foo[*]: the list's items
-            head, _, part = part.partition("[")
-            if head:
-                steps.append(head)
-            part = part.partition("]")[2]
-        if part:
-            steps.append(part)
+    """
+    The field names of a dotted path or simple JSONPath: C{.spec.replicas},
+    C{spec.items[*].name}, C{.status.conditions[?(@.type=="Ready")].status},
+    C{.metadata['name']}.  List subscripts and filters name no field.
+    """
+    steps, current, position, length = [], [], 0, len(path)
+    while position < length:
+        char = path[position]
+        if char == ".":
+            if current:
+                steps.append("".join(current))
+                current = []
+            position += 1
+        elif char == "[":
+            if current:
+                steps.append("".join(current))
+                current = []
+            end, depth, quote = position + 1, 1, None
+            while end < length and depth:
+                c = path[end]
+                if quote:
+                    if c == quote:
+                        quote = None
+                elif c in "'\"":
+                    quote = c
+                elif c == "[":
+                    depth += 1
+                elif c == "]":
+                    depth -= 1
+                end += 1
+            inner = path[position + 1:end - 1].strip()
+            if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+                steps.append(inner[1:-1])
+            position = end
+        elif char in "{}" or (char == "$" and not current):
+            position += 1
+        else:
+            current.append(char)
+            position += 1
+    if current:
+        steps.append("".join(current))
     return steps
 
 
