@@ -40,7 +40,7 @@ def structural_errors(schema, path, rules_checker=None):
 
     @param path: the schema's own field path in its definition, e.g.
         C{spec.versions[0].schema.openAPIV3Schema}.
-    @param rules_checker: called as C{(node_schema, rules, path)} for each
+    @param rules_checker: called as C{(node_schema, rules, path, uncorrelatable)} for each
         C{x-kubernetes-validations} list, returning field errors (the CEL
         compiler's verdict); None skips the rules.
     """
@@ -422,21 +422,30 @@ def _nested(schema, skip_any_of, path, errors):
 
 
 def _rules(schema, path, errors, checker):
-    """Hand every C{x-kubernetes-validations} list of the structural part to C{checker}."""
-    pending = [(schema, path)]
+    """
+    Hand every C{x-kubernetes-validations} list of the structural part to
+    C{checker}, with the schema path of the first list below which old
+    values cannot be correlated (items of lists other than C{map} lists).
+    """
+    pending = [(schema, path, None)]
     while pending:
-        node, where = pending.pop()
+        node, where, uncorrelatable = pending.pop()
         rules = node.get("x-kubernetes-validations")
         if rules:
-            errors.extend(checker(node, rules, where))
+            errors.extend(checker(node, rules, where, uncorrelatable))
         properties = node.get("properties")
         for name, sub in (properties.items() if isinstance(properties, dict) else ()):
             if isinstance(sub, dict):
-                pending.append((sub, key(where, name)))
-        for name in ("items", "additionalProperties"):
-            sub = node.get(name)
-            if isinstance(sub, dict):
-                pending.append((sub, f"{where}.{name}"))
+                pending.append((sub, key(where, name), uncorrelatable))
+        sub = node.get("additionalProperties")
+        if isinstance(sub, dict):
+            pending.append((sub, f"{where}.additionalProperties", uncorrelatable))
+        sub = node.get("items")
+        if isinstance(sub, dict):
+            below = f"{where}.items"
+            if uncorrelatable is None and node.get("x-kubernetes-list-type") != "map":
+                uncorrelatable = below
+            pending.append((sub, below, uncorrelatable))
 
 
 def render(value):
