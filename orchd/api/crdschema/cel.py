@@ -425,13 +425,13 @@ class Rule:
             result = self.program.evaluate(activation)
         except CELEvalError as failure:
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{_eval_text(failure)} evaluating rule: {self.text}")
+                                      f"{_eval_text(failure)} evaluating rule: {self._rule_text()}")
         except Exception as failure:  # a bug in an extension or in celpy: still a 422
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{failure} evaluating rule: {self.text}")
+                                      f"{failure} evaluating rule: {self._rule_text()}")
         if isinstance(result, CELEvalError):
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{_eval_text(result)} evaluating rule: {self.text}")
+                                      f"{_eval_text(result)} evaluating rule: {self._rule_text()}")
         if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
             return None
         if not isinstance(result, (bool, celtypes.BoolType)):
@@ -446,6 +446,10 @@ class Rule:
         if self.error_type == DUPLICATE:
             return FieldError.duplicate(where, node.type or "")
         return FieldError.invalid(where, node.type or "", detail)
+
+    def _rule_text(self):
+        """Upstream's ruleErrorString: the message when there is one, else the rule."""
+        return (self.message or self.text).strip()
 
     def _message(self, activation):
         if self.message_program is not None:

@@ -179,3 +179,20 @@ class EscapingAndCorrelationTests(SynchronousTestCase):
             f'{ROOT}.properties[spec].properties[l].items.x-kubernetes-validations[0].rule: '
             'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion '
             f"of the schema within {ROOT}.properties[spec].properties[l].items"])
+
+
+class UpstreamWordingTests(SynchronousTestCase):
+
+    def test_root_rule_path_is_nil(self):
+        """A failing rule at the root is reported at "<nil>", as upstream renders the root path."""
+        schema = {"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('my-prefix')"}]}
+        found = messages(CustomResourceSchema(schema).validate(obj({})))
+        self.assertEqual(found, ['<nil>: Invalid value: "object": failed rule: '
+                                 "self.metadata.name.startsWith('my-prefix')"])
+
+    def test_evaluation_error_names_message(self):
+        """An evaluation error names the rule's message when it has one (upstream's ruleErrorString)."""
+        rule = {"rule": "self.max == oldSelf.max", "message": "spec.max is immutable"}
+        self.assertEqual(run([rule], {"min": 1}, old={"min": 1}), [
+            'spec: Invalid value: "object": no such key: max evaluating rule: spec.max is immutable'])
