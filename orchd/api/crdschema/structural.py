@@ -11,8 +11,6 @@ patterns that must compile under RE2, and CEL rules that must compile with
 only the functions this server evaluates.
 """
 
-import json
-
 from orchd.api.bounded import MAX_DEPTH, within_depth
 from orchd.api.crdschema.compiled import compile_pattern
 from orchd.api.errors import FieldError
@@ -447,7 +445,3 @@ def _rules(schema, path, errors, checker):
                 uncorrelatable = below
             pending.append((sub, below, uncorrelatable))
 
-
-def render(value):
-    """A JSON rendering for messages (kept here so callers quote schemas alike)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
