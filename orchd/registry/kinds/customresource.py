@@ -153,7 +153,7 @@ class CustomResourceStrategy(DefaultStrategy):
         self.schema.default(obj)
 
     def validate(self, ctx, obj):
-        return self.schema.validate(obj) + self._scale_errors(obj)
+        return self.schema.validate(obj) or self._scale_errors(obj)
 
     def prepare_for_update(self, ctx, obj, old):
         self.schema.default(obj)
@@ -163,14 +163,26 @@ class CustomResourceStrategy(DefaultStrategy):
             meta["generation"] = meta.get("generation", 1) + 1
 
     def validate_update(self, ctx, obj, old):
-        return self.schema.validate(obj, old) + self._scale_errors(obj)
+        return self.schema.validate(obj, old) or self._scale_errors(obj)
 
     def subresource_update(self, subresource, obj, old):
-        old = super().subresource_update(subresource, obj, old)
+        """
+        A status write changes status only; a scale write (the scale
+        connector's patch of the parent) the replicas at the spec path only.
+        """
+        if subresource == "scale" and self.scale is not None:
+            paths = self.scale
+            paths.write_spec(old, paths.read(obj, paths.spec))
+            managed = (obj.get("metadata") or {}).get("managedFields")
+            if managed is not None:
+                old["metadata"]["managedFields"] = managed
+        else:
+            old = super().subresource_update(subresource, obj, old)
         self.schema.default(old)
         return old
 
     def _scale_errors(self, obj):
+        """Upstream's checks of the replica counts, for values the schema let through."""
         paths = self.scale
         if paths is None:
             return []
