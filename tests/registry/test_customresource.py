@@ -11,6 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.controllers.garbagecollector import GarbageCollector
 from tests.crdfixtures import CRDS, WIDGETS, WIDGET_SCHEMA, widget, widget_crd
+from tests.server.test_watch import Stream
 from tests.support import APIHarness
 
 TABLE = b"application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -268,6 +269,29 @@ class CustomResourceTests(SynchronousTestCase):
         self.assertEqual(orjson.loads(stored.value)["apiVersion"], "example.com/v1")
         _, listed, _ = self.api.call("GET", beta)
         self.assertEqual(listed["items"][0]["apiVersion"], "example.com/v1beta1")
+
+    def test_watch_per_version(self):
+        """Watches of two versions each see events in their own apiVersion, with defaults."""
+        crd = self.get("widgets.example.com", CRDS)
+        v1beta1 = copy.deepcopy(crd["spec"]["versions"][0])
+        v1beta1.update(name="v1beta1", storage=False)
+        crd["spec"]["versions"].append(v1beta1)
+        self.assertEqual(self.api.call("PUT", f"{CRDS}/widgets.example.com", crd)[0], 200)
+        stored = widget("old", replicas=1)
+        stored["metadata"].update(namespace="default", uid="u1",
+                                  creationTimestamp="2023-01-01T00:00:00Z")
+        self.successResultOf(self.api.store.create("/registry/example.com/widgets/default/old",
+                                                   orjson.dumps(stored)))
+        beta = Stream(self.api, "/apis/example.com/v1beta1/namespaces/default/widgets"
+                                "?watch=true")
+        ga = Stream(self.api, WIDGETS + "?watch=true")
+        self.create(widget("new"))
+        for stream, version in ((beta, "example.com/v1beta1"), (ga, "example.com/v1")):
+            events = stream.events()
+            self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in events],
+                             [("ADDED", "old"), ("ADDED", "new")])
+            self.assertEqual({e["object"]["apiVersion"] for e in events}, {version})
+            self.assertEqual(events[0]["object"]["spec"]["color"], "blue")
 
     def test_cluster_scoped(self):
         """A cluster-scoped definition serves its resources without namespaces."""
