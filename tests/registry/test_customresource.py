@@ -184,6 +184,18 @@ class CustomResourceTests(SynchronousTestCase):
                                       content_type=MERGE)
         self.assertEqual(code, 422, body)
 
+    def test_scale_without_selector_path(self):
+        """Without a labelSelectorPath the Scale has no selector, even with a spec.selector."""
+        crd = widget_crd(names={"plural": "gizmos", "kind": "Gizmo"}, subresources={
+            "scale": {"specReplicasPath": ".spec.replicas",
+                      "statusReplicasPath": ".status.replicas"}})
+        self.define(crd)
+        path = "/apis/example.com/v1/namespaces/default/gizmos"
+        self.create({"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"},
+                     "spec": {"replicas": 1, "selector": "app=g"}}, path=path)
+        code, scale, _ = self.api.call("GET", f"{path}/g/scale")
+        self.assertEqual((code, scale["status"]), (200, {"replicas": 0}))
+
     # -- tables -------------------------------------------------------------------------
 
     def test_printer_columns(self):
