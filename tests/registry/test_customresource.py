@@ -155,6 +155,22 @@ class CustomResourceTests(SynchronousTestCase):
                                       {"metadata": {"labels": {"a": "b"}}}, content_type=MERGE)
         self.assertEqual(body["metadata"]["generation"], 2)
 
+    def test_generation_without_status_subresource(self):
+        """Without a status subresource a status change counts for generation too, as upstream."""
+        self.define(widget_crd(names={"plural": "gizmos", "kind": "Gizmo"}, subresources={}))
+        path = "/apis/example.com/v1/namespaces/default/gizmos"
+        obj = {"apiVersion": "example.com/v1", "kind": "Gizmo", "metadata": {"name": "g"},
+               "status": {"phase": "New"}}
+        created, _ = self.create(obj, path=path)
+        self.assertEqual(created["status"], {"phase": "New"})
+        _, body, _ = self.api.call("PATCH", f"{path}/g", {"status": {"phase": "Old"}},
+                                   content_type=MERGE)
+        self.assertEqual((body["status"]["phase"], body["metadata"]["generation"]), ("Old", 2))
+        _, body, _ = self.api.call("PATCH", f"{path}/g", {"metadata": {"labels": {"a": "b"}}},
+                                   content_type=MERGE)
+        self.assertEqual(body["metadata"]["generation"], 2)
+        self.assertEqual(self.api.call("GET", f"{path}/g/status")[0], 404)
+
     def test_status_schema_validated(self):
         """A status write against the schema is 422."""
         self.create(widget("w"))

@@ -151,6 +151,24 @@ class DefinitionStatusTests(SynchronousTestCase):
         code, body, _ = self.api.call("POST", WIDGETS, widget("w1", replicas=1))
         self.assertEqual(code, 201, body)
 
+    def test_failed_create_keeps_what_was_served(self):
+        """A second create of a served definition (409) leaves its kinds as they were."""
+        self.create(widget_crd())
+        again = widget_crd(additionalPrinterColumns=[
+            {"name": "Other", "type": "string", "jsonPath": ".spec.color"}])
+        code, _, _ = self.api.call("POST", CRDS, again)
+        self.assertEqual(code, 409)
+        info = self.api.catalog.lookup("example.com", "v1", "widgets")[0]
+        self.assertEqual([c["name"] for c in info.printer.definitions()],
+                         ["Name", "Replicas", "Color"])
+
+    def test_dry_run_serves_nothing(self):
+        """A dry-run create answers an established definition but serves no kind."""
+        code, body, _ = self.api.call("POST", CRDS + "?dryRun=All", widget_crd())
+        self.assertEqual(code, 201)
+        self.assertEqual(condition(body, "Established")["status"], "True")
+        self.assertEqual(self.api.call("GET", WIDGETS)[0], 404)
+
     def test_defaults_and_finalizer(self):
         """Conversion None, singular and listKind are defaulted; the cleanup finalizer is added."""
         crd = self.create(widget_crd())
