@@ -382,8 +382,11 @@ def _multiple(value, factor):
     """Whether C{value} is a multiple of C{factor}, with float rounding forgiven."""
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    quotient = value / factor
-    return abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))
+    try:
+        quotient = value / factor
+        return abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))
+    except (OverflowError, ValueError):  # beyond float64: no float64 check can tell either
+        return True
 
 
 def _number(value):

@@ -149,3 +149,50 @@ class RefusalTests(SynchronousTestCase):
         found = refusals({"rule": "(" * 100 + "true" + ")" * 100})
         self.assertEqual(len(found), 1)
         self.assertIn("expression nested too deeply", found[0])
+
+
+class EscapingAndCorrelationTests(SynchronousTestCase):
+
+    def test_escaped_property_names(self):
+        """Properties with dashes, dots or reserved names are read by their escaped names."""
+        spec = {"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.max__dash__surge == 1 && self.__namespace__ == 'a' && self.a__dot__b"}],
+            "properties": {"max-surge": {"type": "integer"}, "namespace": {"type": "string"},
+                           "a.b": {"type": "boolean"}}}
+        compiled = CustomResourceSchema({"type": "object", "properties": {"spec": spec}})
+        self.assertEqual(compiled.validate(obj({"max-surge": 1, "namespace": "a", "a.b": True})), [])
+        self.assertEqual(len(compiled.validate(obj({"max-surge": 2, "namespace": "a", "a.b": True}))), 1)
+
+    def test_map_keys_not_escaped(self):
+        """Keys of additionalProperties maps keep their spelling."""
+        spec = {"type": "object", "x-kubernetes-validations": [{"rule": "self.labels['a-b'] == 'x'"}],
+                "properties": {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+        compiled = CustomResourceSchema({"type": "object", "properties": {"spec": spec}})
+        self.assertEqual(compiled.validate(obj({"labels": {"a-b": "x"}})), [])
+
+    def test_transition_rule_in_atomic_list_refused(self):
+        """oldSelf below items of a list that is not a map list is refused."""
+        schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "l": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf"}]}}}}}}
+        self.assertEqual(messages(structural_errors(schema, ROOT)), [
+            f'{ROOT}.properties[spec].properties[l].items.x-kubernetes-validations[0].rule: '
+            'Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion '
+            f"of the schema within {ROOT}.properties[spec].properties[l].items"])
+
+
+class UpstreamWordingTests(SynchronousTestCase):
+
+    def test_root_rule_path_is_nil(self):
+        """A failing rule at the root is reported at "<nil>", as upstream renders the root path."""
+        schema = {"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('my-prefix')"}]}
+        found = messages(CustomResourceSchema(schema).validate(obj({})))
+        self.assertEqual(found, ['<nil>: Invalid value: "object": failed rule: '
+                                 "self.metadata.name.startsWith('my-prefix')"])
+
+    def test_evaluation_error_names_message(self):
+        """An evaluation error names the rule's message when it has one (upstream's ruleErrorString)."""
+        rule = {"rule": "self.max == oldSelf.max", "message": "spec.max is immutable"}
+        self.assertEqual(run([rule], {"min": 1}, old={"min": 1}), [
+            'spec: Invalid value: "object": no such key: max evaluating rule: spec.max is immutable'])

@@ -145,3 +145,12 @@ class FieldAtTests(SynchronousTestCase):
         self.assertEqual(schema.field_at(".spec.m.anything"), {"type": "boolean"})
         self.assertIsNone(schema.field_at(".spec.nope"))
         self.assertIsNone(schema.field_at(".status.x"))
+
+    def test_jsonpath_forms(self):
+        """field_at reads printer columns' JSONPath forms: filters, quoted names, braces."""
+        schema = CustomResourceSchema({"type": "object", "properties": {"status": {
+            "type": "object", "properties": {"conditions": {"type": "array", "items": {
+                "type": "object", "properties": {"type": {"type": "string"},
+                                                 "status": {"type": "string"}}}}}}}})
+        self.assertEqual(schema.field_at('.status.conditions[?(@.type=="Ready")].status'), {"type": "string"})
+        self.assertEqual(schema.field_at("{.status['conditions'][0].type}"), {"type": "string"})

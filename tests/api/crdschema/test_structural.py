@@ -204,3 +204,24 @@ class DefaultTests(SynchronousTestCase):
         self.assertEqual(found, [
             f'{ROOT}.properties[spec].properties[o].default: Invalid value: {{"a":"x","b":"y"}}: '
             "must not have unknown fields"])
+
+
+class KeywordTypeTests(SynchronousTestCase):
+
+    def test_wrong_keyword_types(self):
+        """Keywords holding the wrong JSON type are refused, not a traceback."""
+        schema = widget({"a": {"type": "string", "required": "x", "maxLength": -1, "nullable": "yes",
+                               "enum": "a", "minimum": "1"}})
+        where = f"{ROOT}.properties[spec].properties[a]"
+        self.assertEqual(errors(schema), [
+            f'{where}.enum: Invalid value: "a": must be of type array',
+            f"{where}.maxLength: Invalid value: -1: must be of type non-negative integer",
+            f'{where}.minimum: Invalid value: "1": must be of type number',
+            f'{where}.nullable: Invalid value: "yes": must be of type boolean',
+            f'{where}.required: Invalid value: "x": must be of type array of strings',
+        ])
+
+    def test_multiple_of_positive(self):
+        """multipleOf must be positive."""
+        self.assertEqual(errors(widget({"a": {"type": "integer", "multipleOf": 0}})), [
+            f"{ROOT}.properties[spec].properties[a].multipleOf: Invalid value: 0: must be greater than zero"])
