@@ -152,6 +152,7 @@ class CustomResourceKinds:
         self._replace(name, self._served.get(name), previous)
 
     def _replace(self, name, old, new):
+        """Unregister what C{old} served (if still its), then register C{new}'s kinds."""
         registry = self.catalog.kinds
         if old is not None:
             for definition in old.definitions:
@@ -187,7 +188,8 @@ class CustomResourceKinds:
             resources.update(v for v in (accepted.get("plural"), accepted.get("singular")) if v)
             resources.update(accepted.get("shortNames") or ())
             kinds.update(v for v in (accepted.get("kind"), accepted.get("listKind")) if v)
-        own = {d.info.resource for d in (self._served.get(excluding) or _NONE).definitions}
+        served = self._served.get(excluding)
+        own = {d.info.resource for d in served.definitions} if served is not None else set()
         for info in self.catalog.kinds.kinds:
             if info.group == group and info.resource not in own:
                 resources.update((info.resource, info.singular, *info.short_names))
@@ -262,13 +264,6 @@ class CustomResourceKinds:
         for kv in page.items:
             await store.delete(kv.key)
         return 0
-
-
-class _NoDefinitions:
-    definitions = ()
-
-
-_NONE = _NoDefinitions()
 
 
 def custom_resource_kinds(catalog):
