@@ -24,7 +24,7 @@ and the last one to find nothing left removes the finalizer.
 """
 
 import orjson
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
@@ -116,6 +116,7 @@ class CustomResourceKinds:
                 served.state.terminating = True
             if name not in self._cleaning:
                 d = self._cleaning[name] = Deferred.fromCoroutine(self._clean(name))
+                d.addErrback(lambda f: f.trap(CancelledError))   # stopped: another server goes on
                 d.addErrback(lambda f: self.log.failure(
                     "Cleaning up the resources of {name} failed", f, name=name))
                 d.addBoth(lambda _: self._cleaning.pop(name, None))
@@ -205,7 +206,13 @@ class CustomResourceKinds:
             crd = self.definitions.get(name)
             if crd is None or CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or ()):
                 return
-            remaining = await self._delete_resources(crd)
+            try:
+                remaining = await self._delete_resources(crd)
+            except StatusError as e:
+                # Refused or failed for now (a store error, say): try again shortly.
+                self.log.warn("Deleting the resources of {name}: {error}", name=name,
+                              error=e.message)
+                remaining = True
             if not remaining:
                 break
             await deferLater(catalog.clock, CLEANUP_RETRY, lambda: None)
