@@ -38,6 +38,8 @@ class Webhook(Resource):
         fields = handler(review["request"])
         if fields is NOT_DONE_YET:
             return NOT_DONE_YET     # never answers (the timeout test)
+        if isinstance(fields, bytes):
+            return fields           # a raw (hostile) answer
         response = {"uid": review["request"]["uid"], "allowed": True, **fields}
         request.setHeader(b"content-type", b"application/json")
         return json.dumps({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
@@ -159,6 +161,16 @@ class AdmissionWebhookTests(TestCase):
                                            configmap("late"))
         self.assertEqual(code, 500, body)
         self.assertIn("context deadline exceeded", body["message"])
+
+    async def test_hostile_answer(self):
+        """An answer larger than the bound fails the call instead of being buffered."""
+        self.webhook.handlers["/huge"] = lambda request: b" " * (4 * 1024 * 1024)
+        await self.configure("ValidatingWebhookConfiguration", "validatingwebhookconfigurations",
+                             "huge", [hook("huge.example.com", self.url("/huge"))])
+        code, body = await self.plane.call("POST", "/api/v1/namespaces/default/configmaps",
+                                           configmap("flooded"))
+        self.assertEqual(code, 500, body)
+        self.assertIn("answer is larger than 3145728 bytes", body["message"])
 
     async def test_service_reference(self):
         """A webhook named by a Service is called at its endpoints, verified as <svc>.<ns>.svc."""
