@@ -80,20 +80,34 @@ class WebhookAdmission(Service):
         ]
         self._validating = ()
         self._mutating = ()
+        self._synced = True
         self.started = None
 
     # -- following the configurations --------------------------------------
 
     def startService(self):
         super().startService()
+        # Until both kinds are listed a write waits, rather than pass
+        # webhooks it has not heard of yet.
+        self._synced = False
         self.started = Deferred.fromCoroutine(self._start())
         self.started.addErrback(
             lambda f: self.log.failure("Admission webhooks failed to start", f))
 
     async def _start(self):
-        for informer in self._informers:
-            await informer.start()
-        self._rebuild()
+        try:
+            for informer in self._informers:
+                await informer.start()
+            self._rebuild()
+        finally:
+            # Also after a failure (logged): writes must not wait for ever.
+            self._synced = True
+
+    async def _when_synced(self, method, attributes):
+        await self.started
+        result = method(attributes)
+        if result is not None:
+            await result
 
     def stopService(self):
         for informer in self._informers:
@@ -125,6 +139,8 @@ class WebhookAdmission(Service):
     # -- IAdmissionPlugin ----------------------------------------------------
 
     def admit(self, attributes):
+        if not self._synced:
+            return self._when_synced(self.admit, attributes)
         if not self._mutating or attributes.operation == DELETE or _exempt(attributes):
             return None
         return self._mutate_all(attributes)
@@ -132,6 +148,8 @@ class WebhookAdmission(Service):
     def validate(self, attributes):
         if _exempt(attributes):
             return None
+        if not self._synced:
+            return self._when_synced(self.validate, attributes)
         if attributes.operation == DELETE and self._mutating:
             return self._validate_all(attributes, self._mutating)
         if not self._validating:
@@ -167,9 +185,12 @@ class WebhookAdmission(Service):
         calls = [Deferred.fromCoroutine(self._call(hook, attributes))
                  for hook in self._validating]
         results = await DeferredList(calls, consumeErrors=True)
-        for ok, result in results:
-            if not ok:
-                result.raiseException()
+        failures = [result for ok, result in results if not ok]
+        if failures:
+            # A denial wins over another webhook's failure to answer.
+            denials = [f for f in failures
+                       if isinstance(f.value, StatusError) and f.value.code != 500]
+            (denials or failures)[0].raiseException()
 
     # -- one webhook ---------------------------------------------------------
 

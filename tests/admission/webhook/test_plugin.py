@@ -3,12 +3,15 @@
 import base64
 import json
 
+from twisted.internet.defer import Deferred
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 
+from orchd.admission.interfaces import CREATE, AdmissionAttributes
 from orchd.admission.webhook.caller import IWebhookCaller
 from orchd.admission.webhook.plugin import WebhookAdmission
 from orchd.admission.webhook.review import CallError
+from orchd.auth.user import UserInfo
 from orchd.storage.memory import MemoryStore
 from tests.support import APIHarness
 
@@ -367,3 +370,58 @@ class PluginTests(SynchronousTestCase):
                           for name, review in self.caller.calls],
                          [("version.example.com", "v1", "v2", "autoscaling/v1"),
                           ("group.example.com", "v1", "v1", "rbac.authorization.orch.io/v1")])
+
+
+class SlowListing:
+    """Reads whose first listing waits until the test lets it through."""
+
+    def __init__(self, store):
+        self.store = store
+        self.gate = Deferred()
+
+    def list(self, prefix):
+        listed = self.store.list(prefix)
+        return self.gate.addCallback(lambda _: listed)
+
+    def watch(self, *args):
+        return self.store.watch(*args)
+
+    def get(self, key):
+        return self.store.get(key)
+
+
+class SyncTests(SynchronousTestCase):
+    def test_writes_wait_for_listing(self):
+        """A write before the configurations are listed waits, then meets their webhooks."""
+        store = MemoryStore()
+        caller = FakeCaller()
+        caller.handlers["v.example.com"] = lambda request: {"allowed": False}
+        reads = SlowListing(store)
+        plugin = WebhookAdmission(reads, caller)
+        api = APIHarness(store=store, plugins=(plugin,))
+        api.call("POST", f"{ADMISSION}/validatingwebhookconfigurations", {
+            "metadata": {"name": "v"}, "webhooks": [hook("v.example.com")]})
+        plugin.startService()
+        self.addCleanup(plugin.stopService)
+        attributes = AdmissionAttributes(CREATE, api.catalog.lookup("", "v1", "configmaps")[0],
+                                         "default", "cm", configmap("cm"), None, UserInfo("u"))
+        pending = plugin.validate(attributes)
+        result = Deferred.fromCoroutine(pending)
+        self.assertNoResult(result)
+        reads.gate.callback(None)
+        self.assertEqual(self.failureResultOf(result).value.code, 400)
+
+    def test_denial_wins_over_failure(self):
+        """Among parallel validating webhooks a denial is answered rather than a call failure."""
+        caller = FakeCaller()
+
+        def broken(request):
+            raise CallError("down")
+        caller.handlers["a.example.com"] = broken
+        caller.handlers["b.example.com"] = lambda request: {"allowed": False}
+        plugin = WebhookAdmission(MemoryStore(), caller)
+        plugin.configure(validating=[{"metadata": {"name": "v"}, "webhooks": [
+            hook("a.example.com"), hook("b.example.com")]}])
+        api = APIHarness(plugins=(plugin,))
+        code, body, _ = api.call("POST", CONFIGMAPS, configmap("cm"))
+        self.assertEqual(code, 400, body)
