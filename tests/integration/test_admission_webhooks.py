@@ -102,8 +102,9 @@ class AdmissionWebhookTests(TestCase):
                              "deny", [hook("deny.example.com", self.url("/deny"))])
         code, body = await self.plane.call("POST", "/api/v1/namespaces/default/configmaps",
                                            configmap("bad"))
-        self.assertEqual((code, body["message"]), (403, 'admission webhook "deny.example.com" '
-                                                        'denied the request: bad names are refused'))
+        self.assertEqual((code, body["message"]),
+                         (403, 'admission webhook "deny.example.com" denied the request: '
+                               'bad names are refused'))
         code, body = await self.plane.call("POST", "/api/v1/namespaces/default/configmaps",
                                            configmap("good"))
         self.assertEqual(code, 201, body)

@@ -172,8 +172,9 @@ class WebhookCaller:
         deadline = CallError(f'failed to call webhook: Post "{url}": context deadline exceeded')
         exchange = Deferred.fromCoroutine(self._exchange(agent, url, body))
         try:
-            return await exchange.addTimeout(webhook.timeout, self._reactor,
-                                             onTimeoutCancel=lambda result, timeout: Failure(deadline))
+            return await exchange.addTimeout(
+                webhook.timeout, self._reactor,
+                onTimeoutCancel=lambda result, timeout: Failure(deadline))
         except (TimeoutError, CancelledError):
             raise deadline from None
         except CallError:

@@ -64,7 +64,7 @@ def resource_matches(patterns, resource, subresource):
             return True
         if "/" in pattern:
             res, _, sub = pattern.partition("/")
-            if subresource and (res == ALL or res == resource) and (sub == ALL or sub == subresource):
+            if subresource and res in (ALL, resource) and sub in (ALL, subresource):
                 return True
         elif not subresource and (pattern == ALL or pattern == resource):
             return True

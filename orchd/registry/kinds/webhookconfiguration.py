@@ -157,7 +157,8 @@ def review_versions_errors(versions, path):
         seen.add(version)
         known = known or version in REVIEW_VERSIONS
     if not known:
-        errors.append(FieldError.invalid(path, versions, "must include at least one of v1, v1beta1"))
+        errors.append(FieldError.invalid(path, versions,
+                                         "must include at least one of v1, v1beta1"))
     return errors
 
 
@@ -217,7 +218,8 @@ def resources_errors(resources, path):
                 f"{path}[{i}]", entry, f"if '{resource}/*' is present, must not specify {entry}"))
         if subresource in wildcard_resources:
             errors.append(FieldError.invalid(
-                f"{path}[{i}]", entry, f"if '*/{subresource}' is present, must not specify {entry}"))
+                f"{path}[{i}]", entry,
+                f"if '*/{subresource}' is present, must not specify {entry}"))
         if subresource == "*":
             wildcard_subresources.add(resource)
         if resource == "*":

@@ -262,7 +262,7 @@ class PluginTests(SynchronousTestCase):
         self.assertEqual(self.caller.calls, [])
 
     def test_delete_sent_to_mutating_and_validating(self):
-        """A deletion matching DELETE rules reaches mutating and validating webhooks with oldObject."""
+        """A deletion reaches matching mutating, then validating, webhooks with oldObject."""
         self.api.call("POST", CONFIGMAPS, configmap("cm"))
         self.mutating("m", hook("m.example.com", operations=("DELETE",)))
         self.validating("v", hook("v.example.com", operations=("DELETE",)))
@@ -334,7 +334,7 @@ class PluginTests(SynchronousTestCase):
                          (400, 'admission webhook "v.example.com" does not support dry run'))
 
     def test_review_version(self):
-        """The review is v1beta1 for a webhook that only takes v1beta1, and upstream-named on ask."""
+        """The review is v1beta1 for a webhook taking only that, upstream-named when asked."""
         self.validating("v", hook("v.example.com", admissionReviewVersions=["v1beta1"]))
         self.api.call("POST", CONFIGMAPS, configmap("cm"))
         self.assertEqual(self.caller.calls[-1][1]["apiVersion"], "admission.orch.io/v1beta1")
@@ -343,7 +343,7 @@ class PluginTests(SynchronousTestCase):
         self.assertEqual(self.caller.calls[-1][1]["apiVersion"], "admission.k8s.io/v1beta1")
 
     def test_equivalent_version_and_group(self):
-        """Under Equivalent a rule for another served version or the k8s.io group spelling matches."""
+        """Under Equivalent a rule for another served version or the k8s.io spelling matches."""
         plugin = WebhookAdmission(MemoryStore(), self.caller,
                                   lambda group, resource: ["v1", "v2"])
         version = hook("version.example.com", resources=("horizontalpodautoscalers",))
