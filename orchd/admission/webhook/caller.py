@@ -3,7 +3,8 @@
 POSTing a review to a webhook over HTTPS, without blocking the reactor.
 
 A webhook names a C{url} or a Service; a Service is reached through its
-Endpoints (a ready address and the port of the service port asked for),
+Endpoints, or its EndpointSlices when it has no Endpoints with a ready
+address (a ready address and the port of the service port asked for),
 with the server certificate checked for C{<service>.<namespace>.svc}.
 The server is verified against the webhook's C{caBundle} (the system
 roots when it has none). Each distinct trust (bundle and server name) has
@@ -26,9 +27,12 @@ from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import Interface, implementer
 
 from orchd.admission.webhook.review import CallError
+from orchd.api.kinds import DISCOVERY
 from orchd.client.body import BytesProducer
 from orchd.tls.client import ClientTLSPolicy
 
+#: The label naming the Service of an EndpointSlice.
+SERVICE_NAME_LABEL = "orch.io/service-name"
 #: The largest answer read from a webhook (upstream's request body limit).
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
 #: Trusts (bundle, server name) whose agents are kept.
@@ -87,6 +91,45 @@ def describe_error(error):
     return str(error) or type(error).__name__
 
 
+def endpoints_targets(endpoints, port_name):
+    """C{(ip, port)} of the ready addresses of an Endpoints object, on the named port."""
+    targets = []
+    for subset in (endpoints or {}).get("subsets") or ():
+        target = None
+        for entry in subset.get("ports") or ():
+            if (entry.get("name") or "") == port_name:
+                target = entry.get("port")
+        if target is None:
+            continue
+        targets += [(address.get("ip"), target) for address in subset.get("addresses") or ()
+                    if address.get("ip")]
+    return targets
+
+
+def slice_targets(slices, service, port_name):
+    """
+    C{(ip, port)} of the ready endpoints of a Service's EndpointSlices
+    (those labelled with its name), on the named port. An endpoint whose
+    C{ready} condition is unset counts as ready, as upstream reads it.
+    """
+    targets = []
+    for piece in slices:
+        labels = (piece.get("metadata") or {}).get("labels") or {}
+        if labels.get(SERVICE_NAME_LABEL) != service:
+            continue
+        target = None
+        for entry in piece.get("ports") or ():
+            if (entry.get("name") or "") == port_name:
+                target = entry.get("port")
+        if target is None:
+            continue
+        for endpoint in piece.get("endpoints") or ():
+            if (endpoint.get("conditions") or {}).get("ready") is False:
+                continue
+            targets += [(address, target) for address in endpoint.get("addresses") or ()]
+    return targets
+
+
 @implementer(IStreamClientEndpoint)
 class _NoDelay:
     """
@@ -140,11 +183,16 @@ class WebhookCaller:
     @param lookup: async C{(group, resource, namespace, name) -> object or None}
         reading Services and Endpoints (from the watch caches: the plugin's
         L{orchd.admission.webhook.plugin.read_object} over them).
+    @param list_objects: async C{(group, resource, namespace) -> [object]}
+        listing EndpointSlices, for a Service without an Endpoints object
+        (or without a ready address in it); None to read Endpoints only.
     """
 
-    def __init__(self, reactor, lookup, max_response_bytes=MAX_RESPONSE_BYTES):
+    def __init__(self, reactor, lookup, max_response_bytes=MAX_RESPONSE_BYTES,
+                 list_objects=None):
         self._reactor = reactor
         self._lookup = lookup
+        self._list = list_objects
         self._limit = max_response_bytes
         self._agents = {}
         self._next = 0
@@ -213,16 +261,10 @@ class WebhookCaller:
             raise CallError(f'failed to call webhook: service "{namespace}/{name}" has no '
                             f'port {port}')
         endpoints = await self._lookup("", "endpoints", namespace, name)
-        targets = []
-        for subset in (endpoints or {}).get("subsets") or ():
-            target = None
-            for entry in subset.get("ports") or ():
-                if (entry.get("name") or "") == port_name:
-                    target = entry.get("port")
-            if target is None:
-                continue
-            targets += [(address.get("ip"), target) for address in subset.get("addresses") or ()
-                        if address.get("ip")]
+        targets = endpoints_targets(endpoints, port_name)
+        if not targets and self._list is not None:
+            slices = await self._list(DISCOVERY, "endpointslices", namespace)
+            targets = slice_targets(slices, name, port_name)
         if not targets:
             raise CallError(f'failed to call webhook: no endpoints available for service "{name}"')
         self._next = (self._next + 1) % len(targets)

@@ -317,9 +317,13 @@ def webhook_admission(reads, reactor, kinds, upstream_group_names=False):
     def lookup(group, resource, namespace, name):
         return read_object(reads, group, resource, namespace, name)
 
+    async def list_objects(group, resource, namespace):
+        listed = await reads.list(f"{key_prefix_of(group, resource)}{namespace}/")
+        return [orjson.loads(kv.value) for kv in listed.items]
+
     def equivalents(group, resource):
         return [definition.info.version for definition in kinds.definitions
                 if definition.info.group == group and definition.info.resource == resource]
 
-    return WebhookAdmission(reads, WebhookCaller(reactor, lookup), equivalents,
-                            upstream_group_names)
+    return WebhookAdmission(reads, WebhookCaller(reactor, lookup, list_objects=list_objects),
+                            equivalents, upstream_group_names)

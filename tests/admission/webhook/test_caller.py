@@ -19,7 +19,11 @@ ENDPOINTS = {"subsets": [{"addresses": [{"ip": "10.0.0.5"}],
 def caller(objects):
     async def lookup(group, resource, namespace, name):
         return objects.get((resource, namespace, name))
-    return WebhookCaller(Clock(), lookup)
+
+    async def list_objects(group, resource, namespace):
+        return [obj for (kind, where, _), obj in objects.items()
+                if (kind, where) == (resource, namespace)]
+    return WebhookCaller(Clock(), lookup, list_objects=list_objects)
 
 
 def resolve(objects, service):
@@ -36,6 +40,19 @@ class ServiceURLTests(SynchronousTestCase):
                          ("endpoints", "ns", "hook"): ENDPOINTS},
                         {"namespace": "ns", "name": "hook", "path": "/validate", "port": 443})
         self.assertEqual(found, ("https://10.0.0.5:8443/validate", "hook.ns.svc"))
+
+    def test_endpoint_slices(self):
+        """Without Endpoints the Service's slices are read: ready (or unset) endpoints only."""
+        piece = {"metadata": {"labels": {"orch.io/service-name": "hook"}},
+                 "ports": [{"name": "https", "port": 9443}],
+                 "endpoints": [{"addresses": ["10.0.0.7"], "conditions": {"ready": False}},
+                               {"addresses": ["10.0.0.8"]}]}
+        other = dict(piece, metadata={"labels": {"orch.io/service-name": "other"}})
+        found = resolve({("services", "ns", "hook"): SERVICE,
+                         ("endpointslices", "ns", "hook-abc"): piece,
+                         ("endpointslices", "ns", "other-abc"): other},
+                        {"namespace": "ns", "name": "hook", "port": 443})
+        self.assertEqual(found, ("https://10.0.0.8:9443/", "hook.ns.svc"))
 
     def test_failures(self):
         """A missing Service, a port it lacks or no ready endpoint is a call error."""
