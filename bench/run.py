@@ -50,7 +50,7 @@ orchd's CPU share of one core; a DaemonSet rolled out on every node and then
 updated, in seconds; --jobs Jobs of one pod completing, as Jobs/s and its
 ratio to the creates.
 
-webhooks (webhooks.py, webhook_server.py): durable ConfigMap creates at 16
+webhooks (webhooks.py, webhook_server.js): durable ConfigMap creates at 16
 connections on one orchd with and without one ValidatingWebhookConfiguration
 whose webhook, a minimal allowing HTTPS server in its own process on
 loopback, matches them: requests/s and the ratio (target >= 0.5).

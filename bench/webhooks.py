@@ -1,8 +1,9 @@
 """
 The cost of an admission webhook: durable ConfigMap creates at 16
 connections on one orchd, with and without one ValidatingWebhookConfiguration
-whose webhook (webhook_server.py, a minimal allowing HTTPS server in a
-process of its own, on loopback) matches them, alternated over the rounds.
+whose webhook (webhook_server.js, a minimal allowing HTTPS server in a
+Node.js process of its own, on loopback) matches them, alternated over the
+rounds.
 """
 
 import base64
@@ -52,7 +53,7 @@ def webhook_cases(workdir, args, body_path, report):
     port = free_port()
     # The webhook shares core 1 with the load generator: orchd keeps core 0 to itself.
     webhook = subprocess.Popen(
-        pinned(1, [sys.executable, os.path.join(HERE, "webhook_server.py"), "--port", str(port),
+        pinned(1, ["node", os.path.join(HERE, "webhook_server.js"), "--port", str(port),
                    "--cert", cert, "--key", key]),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     orchd = None
