@@ -39,6 +39,7 @@ from orchd.api.errors import StatusError
 from orchd.api.kinds import ADMISSION, key_prefix_of
 from orchd.api.patch import apply_json_patch
 from orchd.storage.informer import Informer
+from orchd.storage.interfaces import ADDED, DELETED
 
 VALIDATING = "validatingwebhookconfigurations"
 MUTATING = "mutatingwebhookconfigurations"
@@ -75,9 +76,13 @@ class WebhookAdmission(Service):
         self._equivalents = equivalents or (lambda group, resource: ())
         self._upstream_group_names = upstream_group_names
         self._informers = [
-            Informer(reads, key_prefix_of(ADMISSION, VALIDATING), self._changed),
-            Informer(reads, key_prefix_of(ADMISSION, MUTATING), self._changed),
+            Informer(reads, key_prefix_of(ADMISSION, VALIDATING),
+                     lambda type, obj, old: self._changed(False, type, obj)),
+            Informer(reads, key_prefix_of(ADMISSION, MUTATING),
+                     lambda type, obj, old: self._changed(True, type, obj)),
         ]
+        #: C{{(mutating, configuration name): [Webhook]}}, compiled once per change.
+        self._compiled = {}
         self._validating = ()
         self._mutating = ()
         self._synced = True
@@ -98,7 +103,6 @@ class WebhookAdmission(Service):
         try:
             for informer in self._informers:
                 await informer.start()
-            self._rebuild()
         finally:
             # Also after a failure (logged): writes must not wait for ever.
             self._synced = True
@@ -116,25 +120,30 @@ class WebhookAdmission(Service):
         super().stopService()
         return close() if close is not None else None
 
-    def _changed(self, type, obj, old):
-        self._rebuild()
+    def _changed(self, mutating, type, obj):
+        """Compile the configuration that changed (only it: CEL compiles are not free)."""
+        key = (mutating, (obj.get("metadata") or {}).get("name", ""))
+        self._compiled.pop(key, None)
+        try:
+            if type != DELETED:
+                self._compiled[key] = compile_configuration(obj, mutating)
+        finally:        # a failure is the informer's to log
+            self._assemble()
 
-    def _rebuild(self):
-        """Compile every configuration again (they change rarely; a write reads the result)."""
-        validating, mutating = self._informers
-        self._validating = tuple(hook for obj in validating.cache.values()
-                                 for hook in compile_configuration(obj, False))
+    def _assemble(self):
+        """The webhooks a write reads: validating ones, and mutating ones in calling order."""
+        self._validating = tuple(hook for (mutating, _), hooks in self._compiled.items()
+                                 if not mutating for hook in hooks)
         self._mutating = tuple(sorted(
-            (hook for obj in mutating.cache.values()
-             for hook in compile_configuration(obj, True)), key=lambda hook: hook.key))
+            (hook for (mutating, _), hooks in self._compiled.items() if mutating
+             for hook in hooks), key=lambda hook: hook.key))
 
     def configure(self, validating=(), mutating=()):
         """Use these configuration objects (tests without informers)."""
-        self._validating = tuple(hook for obj in validating
-                                 for hook in compile_configuration(obj, False))
-        self._mutating = tuple(sorted((hook for obj in mutating
-                                       for hook in compile_configuration(obj, True)),
-                                      key=lambda hook: hook.key))
+        self._compiled = {}
+        for objects, kind in ((validating, False), (mutating, True)):
+            for obj in objects:
+                self._changed(kind, ADDED, obj)
 
     # -- IAdmissionPlugin ----------------------------------------------------
 

@@ -95,6 +95,19 @@ class PluginTests(SynchronousTestCase):
         self.api.call("POST", CONFIGMAPS, configmap("two"))
         self.assertEqual(len(self.caller.calls), 1)
 
+    def test_configuration_updated(self):
+        """A configuration replaced through the API is called as it now reads."""
+        self.validating("v", hook("v.example.com"))
+        code, stored, _ = self.api.call("GET", f"{ADMISSION}/validatingwebhookconfigurations/v")
+        stored["webhooks"] = [hook("v.example.com", resources=("secrets",))]
+        code, body, _ = self.api.call("PUT", f"{ADMISSION}/validatingwebhookconfigurations/v",
+                                      stored)
+        self.assertEqual(code, 200, body)
+        self.api.call("POST", CONFIGMAPS, configmap("cm"))
+        self.api.call("POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": "s"}})
+        self.assertEqual([review["request"]["resource"]["resource"]
+                          for _, review in self.caller.calls], ["secrets"])
+
     def test_review_request(self):
         """The review carries the write: kinds, resource, user, object, options, dryRun."""
         self.validating("v", hook("v.example.com"))
