@@ -44,6 +44,8 @@ setup(
         # (orchd/storage/grpcwire.py); the table must follow the server's.
         "hpack>=4.0",
         "zope.interface>=6.0",
+        # cel-python: evaluates the CEL matchConditions of admission webhooks.
+        "cel-python>=0.5",
         # pynacl: NaCl's secretbox (XSalsa20-Poly1305), the secretbox provider
         # of encryption at rest, in upstream's stored layout.
         "pynacl>=1.5",

@@ -51,6 +51,11 @@ orchd's CPU share of one core; a DaemonSet rolled out on every node and then
 updated, in seconds; --jobs Jobs of one pod completing, as Jobs/s and its
 ratio to the creates.
 
+webhooks (webhooks.py, webhook_server.js): durable ConfigMap creates at 16
+connections on one orchd with and without one ValidatingWebhookConfiguration
+whose webhook, a minimal allowing HTTPS server in its own process on
+loopback, matches them: requests/s and the ratio (target >= 0.5).
+
 --cases picks the cases (all by default).
 
 --smoke runs every case once at a tiny size, in a minute or two: the figures
@@ -59,8 +64,7 @@ test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
-                    heartbeats,etcd,
-                    scheduling,deployment,daemonset,jobs]
+                    heartbeats,etcd,scheduling,deployment,daemonset,jobs,webhooks]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
@@ -87,6 +91,7 @@ from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
+from webhooks import print_webhooks, webhook_cases
 from workloads import print_workloads, workload_cases
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
@@ -94,7 +99,8 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "customresources", "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
+         "customresources", "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs",
+         "webhooks")
 
 
 #: The sizes of --smoke (options given on the command line still win).
@@ -319,6 +325,10 @@ def main():
         etcd = os.path.join(workdir, "etcd")
         os.mkdir(etcd)
         etcd_cases(etcd, args, template, body_path, report)
+    if "webhooks" in selected:
+        webhooks = os.path.join(workdir, "webhooks")
+        os.mkdir(webhooks)
+        webhook_cases(webhooks, args, body_path, report)
     if {"scheduling", "deployment", "daemonset", "jobs"} & set(selected):
         workloads = os.path.join(workdir, "workloads")
         os.mkdir(workloads)
@@ -330,6 +340,7 @@ def main():
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)
+    print_webhooks(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

@@ -41,6 +41,7 @@ from orchd.admission.certificates import (
 )
 from orchd.admission.defaultingressclass import DefaultIngressClass
 from orchd.admission.defaultstorageclass import DefaultStorageClass
+from orchd.admission.webhook.plugin import webhook_admission
 from orchd.admission.storageprotection import StorageObjectInUseProtection
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
@@ -200,6 +201,10 @@ class ControlPlane(MultiService):
                              config.service_account_issuer, reactor)
         bindings, binding_connectors = binding_resources()
         statuses = component_status_provider(self.components.statuses(self.store), reactor)
+        # Last in the chain: mutating webhooks after the built-in mutating
+        # plugins, validating webhooks after every other validation.
+        webhooks = webhook_admission(reads, reactor, self.kinds)
+        webhooks.setServiceParent(self)     # its informers are ready before /readyz
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
             virtual={**review_providers(authorizer, reactor, self.tokens), **bindings,
@@ -210,7 +215,7 @@ class ControlPlane(MultiService):
                      DefaultIngressClass(reads), DefaultStorageClass(reads),
                      StorageObjectInUseProtection(),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
-                     CertificateSubjectRestriction(), PodSecurity(self.store)),
+                     CertificateSubjectRestriction(), PodSecurity(self.store), webhooks),
             connectors={**token_request_connector(issuer, config.audiences),
                         **node_proxy_connector(), **pod_log_connector(),
                         **binding_connectors, **scale_connectors(), **eviction_connector()},
