@@ -34,8 +34,9 @@ setup(
         "orjson>=3.9",
         # jsonpatch: a complete, maintained RFC 6902 implementation.
         "jsonpatch>=1.33",
-        # cel-python: evaluates custom resources' x-kubernetes-validations (CEL)
-        # rules; it brings google-re2, whose linear-time matching runs schema patterns.
+        # cel-python: evaluates CEL (custom resources' x-kubernetes-validations
+        # rules, admission webhooks' matchConditions); it brings google-re2,
+        # whose linear-time matching runs schema patterns.
         "cel-python>=0.5",
         # protobuf: builds the message classes of our own .proto definitions
         # and does the wire encoding in C (upb), for clients that speak it.
@@ -44,8 +45,6 @@ setup(
         # (orchd/storage/grpcwire.py); the table must follow the server's.
         "hpack>=4.0",
         "zope.interface>=6.0",
-        # cel-python: evaluates the CEL matchConditions of admission webhooks.
-        "cel-python>=0.5",
         # pynacl: NaCl's secretbox (XSalsa20-Poly1305), the secretbox provider
         # of encryption at rest, in upstream's stored layout.
         "pynacl>=1.5",
