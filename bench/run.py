@@ -29,6 +29,11 @@ ClusterRoles and --bindings bindings stored (authz.py), and Secret create
 and GET with secrets encrypted at rest by aesgcm against no encryption
 (encryption.py).
 
+metrics (metrics.py): a scrape of /metrics with --objects config maps and
+--watchers open watches (target under 100 ms), then create@16 and GET@16 on
+a server counting metrics and the same build with --enable-metrics=false,
+alternated over the rounds (target: ratio >= 0.9).
+
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
 seconds with its own client certificate over its own connection, measured for
@@ -57,7 +62,7 @@ mean nothing, but a case that no longer runs fails it (tests/integration/
 test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,metrics,heartbeats,etcd,
                     scheduling,deployment,daemonset,jobs]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
@@ -84,6 +89,7 @@ from authz import authz_cases, print_authz
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
+from metrics import metrics_cases, print_metrics
 from workloads import print_workloads, workload_cases
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
@@ -91,7 +97,7 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
+         "metrics", "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
 
 
 #: The sizes of --smoke (options given on the command line still win).
@@ -272,7 +278,7 @@ def main():
         parser.error(f"--cases: choose from {', '.join(CASES)}")
     if set(selected) - {"heartbeats"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
-    if "watch" in selected:
+    if "watch" in selected or "metrics" in selected:
         # One descriptor per watch in orchd and in the load generator.
         raise_file_limit(args.watchers + 1024)
     if "heartbeats" in selected:
@@ -304,6 +310,10 @@ def main():
         encryption = os.path.join(workdir, "encryption")
         os.mkdir(encryption)
         encryption_cases(encryption, args, report)
+    if "metrics" in selected:
+        metrics = os.path.join(workdir, "metrics")
+        os.mkdir(metrics)
+        metrics_cases(metrics, args, template, body_path, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -319,6 +329,7 @@ def main():
     print_report(report)
     print_authz(report)
     print_encryption(report)
+    print_metrics(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)
