@@ -54,10 +54,15 @@ class TimedStore:
         longer = key[:cut2 + 1] if cut2 >= 0 else None
         if longer is not None and longer in self._types:
             return self._types[longer]
-        self._types.update(self._prefixes())
+        known = dict(self._prefixes())
+        self._types.update(known)
         label = self._types.get(head) or (self._types.get(longer) if longer else None)
         if label is None:
-            label = self._types[head] = head[len(_ROOT):].strip("/")
+            label = head[len(_ROOT):].strip("/")
+            if known:
+                # Remembered only once the kinds are known: before, a
+                # grouped key would pin its group's name as a resource.
+                self._types[head] = label
         return label
 
     def _timed(self, d, operation, key, start):

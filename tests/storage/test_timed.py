@@ -67,3 +67,14 @@ class TimedStoreTests(SynchronousTestCase):
         """A key outside the served kinds is labelled by its first segment."""
         result(self.store.get("/registry/leftovers/x"))
         self.assertEqual(self.count("get", "leftovers"), 1)
+
+    def test_kinds_not_yet_known(self):
+        """A key seen before the kinds are known does not pin a wrong label for later."""
+        kinds = []
+        store = TimedStore(MemoryStore(), self.histogram, lambda: kinds,
+                           timer=lambda: self.now[0])
+        result(store.get(DEPLOYMENTS + "d"))
+        self.assertEqual(self.count("get", "apps"), 1)
+        kinds.append(("/registry/apps/deployments/", "deployments.apps"))
+        result(store.get(DEPLOYMENTS + "d"))
+        self.assertEqual(self.count("get", "deployments.apps"), 1)
