@@ -11,9 +11,9 @@ C{cluster}, empty for non-resource paths), C{component} C{apiserver},
 C{dry_run} (C{All}, C{invalid} or empty) and C{code}.
 
 The server calls L{APIServerMetrics.classify} once a request's info is
-parsed and L{APIServerMetrics.served} when its handler is done: one label
-tuple per request, then a counter and two histogram observations, each a
-dict lookup. Label values come only from the catalog's kinds (an unknown
+parsed and L{APIServerMetrics.served} when its handler is done (a watch or
+a stream, as upstream's, when it ends): one label tuple per request, then a
+counter and two histogram observations, each a dict lookup. Label values come only from the catalog's kinds (an unknown
 resource counts with empty group, version and resource), so no client can
 mint new series.
 """
@@ -46,7 +46,7 @@ REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresourc
                   "component")
 SLI_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
 
-_METHOD_VERBS = {b"GET": "GET", b"POST": "POST", b"PUT": "PUT", b"PATCH": "PATCH",
+_METHOD_VERBS = {b"GET": "GET", b"HEAD": "GET", b"POST": "POST", b"PUT": "PUT", b"PATCH": "PATCH",
                  b"DELETE": "DELETE"}
 _APPLY_TYPE = b"application/apply-patch+yaml"
 _CODES = {}
@@ -246,10 +246,12 @@ class APIServerMetrics:
             short = key[:1] + key[2:]
             timing.longrunning = True
             self.longrunning.inc(short)
-            request.notifyFinish().addBoth(self._longrunning_ended, short)
+            request.notifyFinish().addBoth(self._longrunning_ended, request, timing, short)
 
-    def _longrunning_ended(self, _, short):
+    def _longrunning_ended(self, _, request, timing, short):
+        # As upstream's, a watch or a stream is counted, and timed, when it ends.
         self.longrunning.dec(short)
+        self._record(request, timing)
 
     def terminated(self, timing, code):
         """The server refused the request in self-defence (the in-flight limit's 429)."""
@@ -258,7 +260,12 @@ class APIServerMetrics:
             self.terminations.inc(key[:1] + key[2:] + (_code(code),))
 
     def served(self, result, request, timing):
-        """The request's handler is done (for a watch: the watch is established)."""
+        """The request's handler is done (a long-running one is counted when it ends)."""
+        if not timing.longrunning:
+            self._record(request, timing)
+        return result
+
+    def _record(self, request, timing):
         try:
             elapsed = self.timer() - timing.start
             key = timing.key
@@ -271,7 +278,6 @@ class APIServerMetrics:
             self.sli.observe(key[:1] + key[2:], max(elapsed - timing.excluded, 0.0))
         except Exception:
             self.log.failure("Counting a request failed")
-        return result
 
     # -- other hooks ----------------------------------------------------------
 

@@ -66,10 +66,15 @@ class TimedStore:
         return label
 
     def _timed(self, d, operation, key, start):
-        def observe(result):
+        if d.called:
+            # Answered at once (LevelDB's reads): no callback to add.
             self._histogram.observe((operation, self.type_of(key)), self._timer() - start)
-            return result
-        return d.addBoth(observe)
+            return d
+        return d.addBoth(self._observe, operation, key, start)
+
+    def _observe(self, result, operation, key, start):
+        self._histogram.observe((operation, self.type_of(key)), self._timer() - start)
+        return result
 
     def get(self, key):
         began = self._timer()

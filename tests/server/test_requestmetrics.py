@@ -131,10 +131,14 @@ class VerbLabelTests(SynchronousTestCase):
         api.clock.advance(0.25)
         api.treq.flush()
         self.assertGreaterEqual(api.metrics.watch_events.value("", "v1", "ConfigMap"), 2)
-        self.assertEqual(requests(api)[("WATCH", "configmaps", "", "namespace", "", "200")], 1)
+        self.assertNotIn(("WATCH", "configmaps", "", "namespace", "", "200"), requests(api))
         api.clock.advance(10)
         api.treq.flush()
+        # Counted and timed when it ends, as upstream's.
         self.assertEqual(api.metrics.longrunning.value(*short), 0)
+        self.assertEqual(requests(api)[("WATCH", "configmaps", "", "namespace", "", "200")], 1)
+        key = ("WATCH", "", "", "v1", "configmaps", "", "namespace", "apiserver")
+        self.assertGreaterEqual(api.metrics.latency.child(*key).sum, 5)
 
     def test_limiter_refusal_is_a_termination(self):
         """A 429 from the in-flight limit counts as a termination and as a request."""
@@ -166,6 +170,12 @@ class VerbLabelTests(SynchronousTestCase):
 
 
 class LabelFunctionTests(SynchronousTestCase):
+    def test_head_reads_as_get(self):
+        """HEAD is reported as GET or LIST, as upstream's CanonicalVerb."""
+        api = APIHarness()
+        _result(api.treq.head("https://orchd/api/v1/namespaces/default/configmaps"))
+        self.assertEqual(requests(api)[("LIST", "configmaps", "", "namespace", "", "200")], 1)
+
     def test_dry_run(self):
         """Upstream's cleanDryRun: All, invalid or empty."""
         self.assertEqual(dry_run_label({}), "")

@@ -78,3 +78,26 @@ class TimedStoreTests(SynchronousTestCase):
         kinds.append(("/registry/apps/deployments/", "deployments.apps"))
         result(store.get(DEPLOYMENTS + "d"))
         self.assertEqual(self.count("get", "deployments.apps"), 1)
+
+    def test_answer_that_comes_later(self):
+        """A call answered later is timed until its answer, and the answer passed on."""
+        from twisted.internet.defer import Deferred
+
+        class Slow(MemoryStore):
+            def __init__(self):
+                super().__init__()
+                self.answers = []
+
+            def get(self, key):
+                d = Deferred()
+                self.answers.append(d)
+                return d
+        slow = Slow()
+        store = TimedStore(slow, self.histogram, lambda: [("/registry/pods/", "pods")],
+                           timer=lambda: self.now[0])
+        d = store.get(PODS + "a")
+        self.now[0] = 2.0
+        slow.answers.pop().callback("the answer")
+        self.assertEqual(result(d), "the answer")
+        child = self.histogram.child("get", "pods")
+        self.assertEqual((child.count, child.sum), (1, 2.0))
