@@ -13,9 +13,9 @@ C{dry_run} (C{All}, C{invalid} or empty) and C{code}.
 The server calls L{APIServerMetrics.classify} once a request's info is
 parsed and L{APIServerMetrics.served} when its handler is done (a watch or
 a stream, as upstream's, when it ends): one label tuple per request, then a
-counter and two histogram observations, each a dict lookup. Label values come only from the catalog's kinds (an unknown
-resource counts with empty group, version and resource), so no client can
-mint new series.
+counter and two histogram observations, each a dict lookup. Label values
+come only from the catalog's kinds (an unknown resource counts with empty
+group, version and resource), so no client can mint new series.
 """
 
 import time
@@ -98,7 +98,7 @@ def scope_label(info):
 
 
 def resource_label(info):
-    """How upstream writes a resource in C{apiserver_storage_objects}: C{pods}, C{deployments.apps}."""
+    """A resource as C{apiserver_storage_objects} writes it: C{pods}, C{deployments.apps}."""
     return f"{info.resource}.{info.group}" if info.group else info.resource
 
 
