@@ -59,6 +59,8 @@ setup(
             "openapi-spec-validator>=0.7",
             # protoc, as an independent encoder for the protobuf tests.
             "grpcio-tools>=1.60",
+            # prometheus_client's text parser, the reference reader of /metrics.
+            "prometheus_client>=0.20",
         ],
     },
 )

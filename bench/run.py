@@ -30,6 +30,11 @@ and GET with secrets encrypted at rest by aesgcm against no encryption
 (encryption.py), and custom resource create and GET against the same
 calls on ConfigMaps (customresources.py).
 
+metrics (metrics.py): a scrape of /metrics with --objects config maps and
+--watchers open watches (target under 100 ms), then create@16 and GET@16 on
+a server counting metrics and the same build with --enable-metrics=false,
+alternated over the rounds (target: ratio >= 0.9).
+
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
 seconds with its own client certificate over its own connection, measured for
@@ -64,7 +69,7 @@ test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
-                    heartbeats,etcd,scheduling,deployment,daemonset,jobs,webhooks]
+                    metrics,heartbeats,etcd,scheduling,deployment,daemonset,jobs,webhooks]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
@@ -91,6 +96,7 @@ from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
+from metrics import metrics_cases, print_metrics
 from webhooks import print_webhooks, webhook_cases
 from workloads import print_workloads, workload_cases
 from common import (
@@ -99,8 +105,8 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "customresources", "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs",
-         "webhooks")
+         "customresources", "metrics", "heartbeats", "etcd", "scheduling", "deployment",
+         "daemonset", "jobs", "webhooks")
 
 
 #: The sizes of --smoke (options given on the command line still win).
@@ -281,7 +287,7 @@ def main():
         parser.error(f"--cases: choose from {', '.join(CASES)}")
     if set(selected) - {"heartbeats"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
-    if "watch" in selected:
+    if "watch" in selected or "metrics" in selected:
         # One descriptor per watch in orchd and in the load generator.
         raise_file_limit(args.watchers + 1024)
     if "heartbeats" in selected:
@@ -317,6 +323,10 @@ def main():
         customresources = os.path.join(workdir, "customresources")
         os.mkdir(customresources)
         customresource_cases(customresources, args, template, report)
+    if "metrics" in selected:
+        metrics = os.path.join(workdir, "metrics")
+        os.mkdir(metrics)
+        metrics_cases(metrics, args, template, body_path, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -337,6 +347,7 @@ def main():
     print_authz(report)
     print_encryption(report)
     print_customresources(report)
+    print_metrics(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)

@@ -14,11 +14,14 @@ class ServerSettings:
     @ivar offload: C{offload(f, *args)} runs CPU-heavy work (decoding a
         large body) off the reactor thread and returns a Deferred of its
         result; by default it runs C{f} at once, as tests want.
+    @ivar metrics: the L{orchd.server.requestmetrics.APIServerMetrics}, or
+        None when nothing is counted (the API server sets it).
     """
 
-    __slots__ = ("min_request_timeout", "features", "offload")
+    __slots__ = ("min_request_timeout", "features", "offload", "metrics")
 
     def __init__(self, min_request_timeout=1800, features=None, offload=maybeDeferred):
         self.min_request_timeout = min_request_timeout
         self.features = features or FeatureGates.defaults()
         self.offload = offload
+        self.metrics = None
