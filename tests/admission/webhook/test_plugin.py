@@ -11,6 +11,7 @@ from orchd.admission.interfaces import CREATE, AdmissionAttributes
 from orchd.admission.webhook.caller import IWebhookCaller
 from orchd.admission.webhook.plugin import WebhookAdmission
 from orchd.admission.webhook.review import CallError
+from orchd.api import requestlatency
 from orchd.auth.user import UserInfo
 from orchd.storage.memory import MemoryStore
 from tests.support import APIHarness
@@ -384,6 +385,22 @@ class PluginTests(SynchronousTestCase):
                          [("version.example.com", "v1", "v2", "autoscaling/v1"),
                           ("group.example.com", "v1", "v1", "rbac.authorization.orch.io/v1")])
 
+    def test_call_time_reported(self):
+        """A request that calls a webhook carries the time of the call as excluded time."""
+        timings = []
+
+        def handler(request):
+            timings.append(requestlatency.current())
+            return {}
+
+        self.caller.handlers["v.example.com"] = handler
+        self.validating("v", hook("v.example.com"))
+        code, _, _ = self.api.call("POST", CONFIGMAPS, configmap("timed"))
+        self.assertEqual(code, 201)
+        [timing] = timings
+        self.assertIsNotNone(timing)
+        self.assertGreater(timing.excluded, 0)
+
 
 class SlowListing:
     """Reads whose first listing waits until the test lets it through."""
@@ -438,3 +455,4 @@ class SyncTests(SynchronousTestCase):
         api = APIHarness(plugins=(plugin,))
         code, body, _ = api.call("POST", CONFIGMAPS, configmap("cm"))
         self.assertEqual(code, 400, body)
+
