@@ -27,7 +27,10 @@ from orchd.registry.reviews import review_providers
 from orchd.registry.scale import scale_connectors
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
+from orchd.server.audit.memory import MemorySink
+from orchd.server.audit.policy import Policy
 from orchd.server.discovery import DiscoveryRoutes
+from orchd.server.filters.audit import Auditor
 from orchd.server.health import Health
 from orchd.server.settings import ServerSettings
 from orchd.server.site import APIServer
@@ -59,7 +62,7 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None, virtual=None):
+                 streams=None, virtual=None, audit_policy=None):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
@@ -69,6 +72,8 @@ class APIHarness:
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
             C{nodes/proxy} and C{pods/log} with; not served if None.
+        @param audit_policy: an audit policy document; the events it asks for
+            are kept in C{self.audit.events}.
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -107,10 +112,14 @@ class APIHarness:
         Deferred.fromCoroutine(self.catalog.start_caches())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
+        self.audit = MemorySink()
+        auditor = Auditor(Policy.from_document(audit_policy), [self.audit], self.clock.seconds) \
+            if audit_policy is not None else None
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog),
-            settings=ServerSettings(features=FeatureGates.parse(feature_gates)), streams=streams)
+            settings=ServerSettings(features=FeatureGates.parse(feature_gates)), streams=streams,
+            auditor=auditor)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):
