@@ -25,7 +25,7 @@ from orchd.api.query import parse_query
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.context import RequestContext
 from orchd.server.channel import BoundedRequest, BoundedSite
-from orchd.server.errors import refusal_body, render_failure
+from orchd.server.errors import refusal_body, render_failure, request_gone
 from orchd.server.filters.audit import Auditor
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.impersonation import ImpersonationFilter
@@ -127,7 +127,14 @@ class APIServer(Resource):
         return panicked
 
     def _done(self, panicked, request):
-        self.auditor.finished(request, panicked is True)
+        if not request_gone(request):
+            # A watch answers on from its producer after the handler returned.
+            request.notifyFinish().addBoth(lambda _: self._ended(request, panicked is True))
+        else:
+            self._ended(request, panicked is True)
+
+    def _ended(self, request, panicked):
+        self.auditor.finished(request, panicked)
         log_request(request, self.auditor.now())
 
     async def _serve(self, request):

@@ -98,7 +98,7 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "authentication-token-webhook",
                                          "orchlet-anonymous-auth",
                                          "orchlet-authentication-token-webhook",
-                                         "leader-elect"})
+                                         "leader-elect", "audit-log-compress"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""

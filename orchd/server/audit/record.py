@@ -24,6 +24,7 @@ EVENT_API_VERSION = "audit.k8s.io/v1"
 DECISION = "authorization.k8s.io/decision"
 REASON = "authorization.k8s.io/reason"
 
+_WRITE_VERBS = frozenset(("create", "update", "patch", "delete", "deletecollection"))
 _JSON = (b"application/json", b"application/merge-patch+json", b"application/json-patch+json",
          b"application/strategic-merge-patch+json", b"application/apply-patch+yaml")
 
@@ -58,7 +59,7 @@ class Body:
             if media in _JSON and media != b"application/apply-patch+yaml":
                 value = orjson.loads(self.data)
             elif media in (b"application/yaml", b"application/apply-patch+yaml"):
-                value = yamldecode.load(self.data)
+                value = yamldecode.load(self.data)[0]
             else:
                 return None
         except ValueError:
@@ -130,7 +131,7 @@ class AuditRecord:
 
     __slots__ = ("audit_id", "decision", "level", "emit", "now", "request", "info", "user",
                  "impersonated", "annotations", "status", "received", "object_meta",
-                 "response", "finished")
+                 "request_body", "response", "finished")
 
     def __init__(self, audit_id, decision, emit, now, request, info, user, received):
         self.audit_id = audit_id
@@ -147,6 +148,17 @@ class AuditRecord:
         self.received = received
         #: (namespace, name, uid, resourceVersion) read off the request's object.
         self.object_meta = None
+        #: The request's L{Body}, at Request level and above (read now: twisted.web
+        #: lets the body go when the response is finished).
+        self.request_body = None
+        if LEVEL_RANK[self.level] >= LEVEL_RANK[REQUEST] and info.is_resource_request \
+                and info.verb in _WRITE_VERBS:
+            content = request.content
+            content.seek(0)
+            data = content.read()
+            if data:
+                self.request_body = Body(data, request.getHeader(b"content-type"),
+                                         decision.omit_managed_fields)
         #: (content type, body) of the response, at RequestResponse level.
         self.response = None
         self.finished = False
@@ -239,15 +251,8 @@ class AuditRecord:
         return ref
 
     def _bodies(self, event):
-        omit = self.decision.omit_managed_fields
-        if LEVEL_RANK[self.level] >= LEVEL_RANK[REQUEST] and self.info.verb in (
-                "create", "update", "patch", "delete", "deletecollection"):
-            content = self.request.content
-            content.seek(0)
-            data = content.read()
-            if data:
-                event["requestObject"] = Body(data, self.request.getHeader(b"content-type"),
-                                              omit)
+        if self.request_body is not None:
+            event["requestObject"] = self.request_body
         if self.response is not None:
             content_type, data = self.response
-            event["responseObject"] = Body(data, content_type, omit)
+            event["responseObject"] = Body(data, content_type, self.decision.omit_managed_fields)
