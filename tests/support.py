@@ -113,8 +113,8 @@ class APIHarness:
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
         self.audit = MemorySink()
-        auditor = Auditor(Policy.from_document(audit_policy), [self.audit], self.clock.seconds) \
-            if audit_policy is not None else None
+        auditor = Auditor(Policy.from_document(audit_policy) if audit_policy else None,
+                          [self.audit], self.clock.seconds)
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog),
