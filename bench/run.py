@@ -23,11 +23,12 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
   continue tokens, --page-passes full passes a round on one keep-alive
   connection: per-page latency (p50, p99, max) and seconds per pass.
 
-Three more compare orchd with itself: JSON against protobuf (encoding_cases
+Four more compare orchd with itself: JSON against protobuf (encoding_cases
 below), the default Node,RBAC against AlwaysAllow with --roles
 ClusterRoles and --bindings bindings stored (authz.py), and Secret create
 and GET with secrets encrypted at rest by aesgcm against no encryption
-(encryption.py).
+(encryption.py), and config map create and GET with a Metadata-level audit
+log written to a file against auditing off (audit.py).
 
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
@@ -57,7 +58,7 @@ mean nothing, but a case that no longer runs fails it (tests/integration/
 test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,audit,heartbeats,etcd,
                     scheduling,deployment,daemonset,jobs]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
@@ -80,6 +81,7 @@ import tempfile
 import time
 import urllib.parse
 
+from audit import audit_cases, print_audit
 from authz import authz_cases, print_authz
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
@@ -90,7 +92,7 @@ from common import (
     raise_file_limit, rss_mb, summarize,
 )
 
-CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
+CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption", "audit",
          "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
 
 
@@ -304,6 +306,10 @@ def main():
         encryption = os.path.join(workdir, "encryption")
         os.mkdir(encryption)
         encryption_cases(encryption, args, report)
+    if "audit" in selected:
+        audit = os.path.join(workdir, "audit")
+        os.mkdir(audit)
+        audit_cases(audit, args, template, body_path, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -319,6 +325,7 @@ def main():
     print_report(report)
     print_authz(report)
     print_encryption(report)
+    print_audit(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)
