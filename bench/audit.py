@@ -78,9 +78,9 @@ def audit_cases(workdir, args, template, body_path, report):
                for key, runs in results.items()}
     for verb in ("create", "get"):
         mine, base = results[f"{verb}-metadata"], results[f"{verb}-off"]
-        summary[f"{verb}_ratio"] = round(summary[f"{verb}-metadata"]["rps"]
-                                         / summary[f"{verb}-off"]["rps"], 3)
-        summary[f"{verb}_ratio_rounds"] = [round(a["rps"] / b["rps"], 3)
+        summary[f"{verb}_ratio"] = _ratio(summary[f"{verb}-metadata"]["rps"],
+                                          summary[f"{verb}-off"]["rps"])
+        summary[f"{verb}_ratio_rounds"] = [_ratio(a["rps"], b["rps"])
                                            for a, b in zip(mine, base)]
     # Every answered request of the auditing server is one ResponseComplete line
     # (the stop drains the writer's queue first).
@@ -88,6 +88,19 @@ def audit_cases(workdir, args, template, body_path, report):
     summary["requests"] = sum(r["requests"] for verb in ("create", "get")
                               for r in results[f"{verb}-metadata"])
     report["audit"] = summary
+
+
+def _ratio(mine, base):
+    """mine / base, or None when nothing was answered (a tiny --smoke run on a busy machine)."""
+    return round(mine / base, 3) if base else None
+
+
+def _ms(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _r(value):
+    return "-" if value is None else f"{value:.3f}"
 
 
 def print_audit(report):
@@ -100,11 +113,11 @@ def print_audit(report):
         on, off = a[f"{verb}-metadata"], a[f"{verb}-off"]
         errors = sum(r["errors"] + r["non_2xx"] for r in (on, off))
         rounds = a[f"{verb}_ratio_rounds"]
-        print(f"       {verb}@16: audited {on['rps']:.0f}/s (p50 {on['p50_ms']:.2f} ms, "
-              f"p99 {on['p99_ms']:.2f} ms, {on['cpu_us']:.0f} us CPU), off "
-              f"{off['rps']:.0f}/s (p50 {off['p50_ms']:.2f} ms, p99 {off['p99_ms']:.2f} "
-              f"ms, {off['cpu_us']:.0f} us CPU): ratio {a[f'{verb}_ratio']:.3f} (rounds "
-              f"{', '.join(f'{r:.3f}' for r in rounds)}); target >= 0.9"
+        print(f"       {verb}@16: audited {on['rps']:.0f}/s (p50 {_ms(on['p50_ms'])} ms, "
+              f"p99 {_ms(on['p99_ms'])} ms, {on['cpu_us']:.0f} us CPU), off "
+              f"{off['rps']:.0f}/s (p50 {_ms(off['p50_ms'])} ms, p99 {_ms(off['p99_ms'])} "
+              f"ms, {off['cpu_us']:.0f} us CPU): ratio {_r(a[f'{verb}_ratio'])} (rounds "
+              f"{', '.join(_r(r) for r in rounds)}); target >= 0.9"
               + (f"; errors {errors}" if errors else ""))
     print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
           f"requests (plus setup)")

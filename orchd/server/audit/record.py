@@ -25,8 +25,9 @@ DECISION = "authorization.k8s.io/decision"
 REASON = "authorization.k8s.io/reason"
 
 _WRITE_VERBS = frozenset(("create", "update", "patch", "delete", "deletecollection"))
-_JSON = (b"application/json", b"application/merge-patch+json", b"application/json-patch+json",
-         b"application/strategic-merge-patch+json", b"application/apply-patch+yaml")
+_JSON = frozenset((b"application/json", b"application/merge-patch+json",
+                   b"application/json-patch+json", b"application/strategic-merge-patch+json"))
+_YAML = frozenset((b"application/yaml", b"application/apply-patch+yaml"))
 
 
 def micro_time(seconds, _cache=[None, ""]):
@@ -53,12 +54,22 @@ class Body:
         self.content_type = content_type or b""
         self.omit_managed_fields = omit_managed_fields
 
+    @property
+    def media(self):
+        return self.content_type.split(b";", 1)[0].strip().lower()
+
+    @property
+    def readable(self):
+        """Whether the body is JSON or YAML (protobuf bodies are not logged)."""
+        media = self.media
+        return media in _JSON or media in _YAML
+
     def decode(self):
-        media = self.content_type.split(b";", 1)[0].strip().lower()
+        media = self.media
         try:
-            if media in _JSON and media != b"application/apply-patch+yaml":
+            if media in _JSON:
                 value = orjson.loads(self.data)
-            elif media in (b"application/yaml", b"application/apply-patch+yaml"):
+            elif media in _YAML:
                 value = yamldecode.load(self.data)[0]
             else:
                 return None
@@ -156,9 +167,9 @@ class AuditRecord:
             content = request.content
             content.seek(0)
             data = content.read()
-            if data:
-                self.request_body = Body(data, request.getHeader(b"content-type"),
-                                         decision.omit_managed_fields)
+            body = Body(data, request.getHeader(b"content-type"), decision.omit_managed_fields)
+            if data and body.readable:
+                self.request_body = body
         #: (content type, body) of the response, at RequestResponse level.
         self.response = None
         self.finished = False
@@ -254,5 +265,6 @@ class AuditRecord:
         if self.request_body is not None:
             event["requestObject"] = self.request_body
         if self.response is not None:
-            content_type, data = self.response
-            event["responseObject"] = Body(data, content_type, self.decision.omit_managed_fields)
+            body = Body(self.response[1], self.response[0], self.decision.omit_managed_fields)
+            if body.readable:
+                event["responseObject"] = body

@@ -280,3 +280,16 @@ class PiecesTests(SynchronousTestCase):
         verifyObject(IAuditSink, sink)
         sink.write({"stage": "ResponseComplete", "n": 1})
         self.assertEqual(sink.stages(), [{"stage": "ResponseComplete", "n": 1}])
+
+
+class ProtobufBodyTests(SynchronousTestCase):
+    def test_protobuf_response_left_out(self):
+        """A protobuf answer is not logged as a body (nor as null)."""
+        api = APIHarness(audit_policy=policy({"level": "RequestResponse"}))
+        api.call("POST", CM, {"metadata": {"name": "c"}})
+        code, _, _ = api.call("GET", CM + "/c", headers={
+            b"accept": [b"application/vnd.kubernetes.protobuf"]})
+        self.assertEqual(code, 200)
+        event = api.audit.stages()[-1]
+        self.assertEqual(event["verb"], "get")
+        self.assertNotIn("responseObject", event)
