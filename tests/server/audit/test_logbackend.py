@@ -9,6 +9,7 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
+from orchd.server.audit import logbackend
 from orchd.server.audit.interfaces import IAuditSink
 from orchd.server.audit.logbackend import LogBackend, RotatingFile, legacy_line
 from orchd.server.audit.record import Body
@@ -148,15 +149,16 @@ class BackendTests(TestCase):
 
     async def test_full_queue_drops_and_counts(self):
         """Past the buffer events are dropped and counted, never waited for."""
+        self.patch(logbackend, "FLUSH_INTERVAL", 60)    # the writer waits for the stop
         backend, path = self.backend(buffer_size=3)
-        backend._queue.put_nowait(event(0))    # fill it before the writer runs
-        backend._queue.put_nowait(event(1))
-        backend._queue.put_nowait(event(2))
-        backend.running = True
-        backend.write(event(3))
-        backend.running = False
-        self.assertEqual(backend.dropped, 1)
-        self.flushLoggedErrors()
+        backend.startService()
+        for n in range(5):
+            backend.write(event(n))
+        self.assertEqual(backend.dropped, 2)
+        await backend.stopService()
+        with open(path, "rb") as f:
+            self.assertEqual([orjson.loads(line)["auditID"] for line in f],
+                             ["id-0", "id-1", "id-2"])
 
     async def test_after_stop_dropped(self):
         """An event after the stop is counted as dropped."""
