@@ -98,7 +98,8 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "authentication-token-webhook",
                                          "orchlet-anonymous-auth",
                                          "orchlet-authentication-token-webhook",
-                                         "leader-elect", "enable-metrics"})
+                                         "leader-elect", "enable-metrics",
+                                         "audit-log-compress"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""
