@@ -32,6 +32,9 @@ _METRICS = (
     ("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes"),
     ("resource_scrape_error", "gauge",
      "1 if there was an error while getting container metrics, 0 otherwise"),
+    # [COMPAT] the older name, still served beside the stable one (ALPHA upstream).
+    ("scrape_error", "gauge",
+     "1 if there was an error while getting container metrics, 0 otherwise"),
 )
 
 
@@ -98,9 +101,11 @@ def resource_metrics(stats):
             add("pod_memory_working_set_bytes", labels, memory["workingSetBytes"],
                 memory["time"])
     add("resource_scrape_error", "", 0, None)
+    add("scrape_error", "", 0, None)
     lines = []
     for name, kind, help_text in _METRICS:
-        lines.append(f"# HELP {name} [STABLE] {help_text}")
+        stability = "ALPHA" if name == "scrape_error" else "STABLE"
+        lines.append(f"# HELP {name} [{stability}] {help_text}")
         lines.append(f"# TYPE {name} {kind}")
         lines.extend(samples[name])
     return ("\n".join(lines) + "\n").encode("utf-8")
