@@ -226,9 +226,15 @@ def definitions(kinds):
     pool = named_definitions()
     roots, own = [], {}
     for info in kinds:
-        own[definition_name(info)], own[definition_name(info, info.list_kind)] = (
-            kind_definitions(info))
-        roots.append(definition_name(info))
+        name, list_name = definition_name(info), definition_name(info, info.list_kind)
+        kind, kind_list = kind_definitions(info)
+        if name in own:
+            # One kind served under two group names (--upstream-group-names):
+            # one definition, looked up by either GVK, as upstream lists
+            # every GVK a definition is served as.
+            kind, kind_list = _both_gvks(own[name], kind), _both_gvks(own[list_name], kind_list)
+        own[name], own[list_name] = kind, kind_list
+        roots.append(name)
         # The kinds its subresources take (a Scale), when described.
         roots.extend(name for name in (named_kind(*sub) for sub in info.subresource_kinds.values())
                      if name in pool)
@@ -245,6 +251,13 @@ def definitions(kinds):
     for name in closure(roots, {**pool, **result}):
         result.setdefault(name, pool.get(name))
     return result
+
+
+def _both_gvks(first, second):
+    """C{first} with the GVKs of C{second} added to its GVK extension."""
+    known = first[GVK_EXTENSION]
+    added = [entry for entry in second[GVK_EXTENSION] if entry not in known]
+    return {**first, GVK_EXTENSION: known + added}
 
 
 def references(schema, found=None):

@@ -235,9 +235,10 @@ class ControlPlane(MultiService):
         offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
-            DiscoveryRoutes(self.catalog, offload),
+            DiscoveryRoutes(self.catalog, offload, config.upstream_group_names),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
-            ServerSettings(config.min_request_timeout, config.feature_gates, offload),
+            ServerSettings(config.min_request_timeout, config.feature_gates, offload,
+                           config.upstream_group_names),
             streams=self._stream_forwarder(),
         )
         self.site = APISite(resource, reactor=reactor)
