@@ -55,6 +55,8 @@ setup(
             "openapi-spec-validator>=0.7",
             # protoc, as an independent encoder for the protobuf tests.
             "grpcio-tools>=1.60",
+            # A real operator framework run against orchd (tests/integration/test_kopf_operator.py).
+            "kopf>=1.37",
         ],
     },
 )
