@@ -18,6 +18,7 @@ from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.binding import binding_resources
+from orchd.registry.customresources import custom_resource_kinds
 from orchd.registry.catalog import Catalog
 from orchd.registry.eviction import eviction_connector
 from orchd.registry.kinds.builtin import builtin_registry
@@ -106,6 +107,10 @@ class APIHarness:
             self.tokens.add(ServiceAccountTokenAuthenticator(
                 self.catalog, [self.issuer.public_key_pem], SA_ISSUER, (SA_ISSUER,), self.clock))
         Deferred.fromCoroutine(self.catalog.start_caches())
+        #: What follows the CustomResourceDefinitions (None when they are not served).
+        self.custom_resources = custom_resource_kinds(self.catalog)
+        if self.custom_resources is not None:
+            Deferred.fromCoroutine(self.custom_resources.start())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
         self.resource = APIServer(
