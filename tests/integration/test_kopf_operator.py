@@ -97,9 +97,15 @@ class KopfOperatorTests(TestCase):
         return body if code == 200 else None
 
     async def test_operator_lifecycle(self):
-        """kopf writes status on create and resize, and its finalizer holds a delete until handled."""
-        await self.install_crd()
+        """
+        kopf finds a CRD installed after it started, writes status on create and
+        resize, posts an Event, and its finalizer holds a delete until handled.
+
+        kopf learns of new CRDs by watching C{apiextensions.k8s.io} by that
+        name: without C{--upstream-group-names} it never sees the Widgets.
+        """
         await self.start_operator()
+        await self.install_crd()
         code, body = await self.server.call("POST", self.widget_path(), {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "Widget",
             "metadata": {"name": "w1"}, "spec": {"size": 3}})
@@ -118,7 +124,9 @@ class KopfOperatorTests(TestCase):
             self.assertEqual(code, 200, events)
             return [e for e in events["items"] if e["involvedObject"].get("name") == "w1"]
         events = await self.wait_for("kopf's Event on the Widget", posted)
-        self.assertEqual(events[0]["involvedObject"]["kind"], "Widget")
+        self.assertEqual((events[0]["involvedObject"]["kind"], events[0]["reason"],
+                          events[0]["involvedObject"]["uid"]),
+                         ("Widget", "Ready", widget["metadata"]["uid"]))
 
         code, body = await self.server.call(
             "PATCH", self.widget_path("w1"), {"spec": {"size": 5}},

@@ -65,9 +65,11 @@ def widget_operator(orchconfig_path, seen):
         return connection_info(orchconfig_path)
 
     @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry)
-    def create(spec, name, patch, **_):
+    def create(body, spec, name, patch, **_):
         patch.status["phase"] = "Ready"
         patch.status["observedSize"] = spec.get("size", 0)
+        # A core v1 Event on the Widget, posted by kopf in the background.
+        kopf.info(body, reason="Ready", message=f"Widget of size {spec.get('size', 0)} is ready")
         seen.append(("create", name))
 
     @kopf.on.update(GROUP, VERSION, PLURAL, field="spec.size", registry=registry)
