@@ -38,6 +38,13 @@ spec:
             x-kubernetes-preserve-unknown-fields: true
 """
 
+WIDGET_MANIFEST = """\
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3}
+"""
+
 #: An upstream RBAC manifest (a chart's Role and its binding).
 RBAC_MANIFEST = """\
 apiVersion: rbac.authorization.k8s.io/v1
@@ -105,6 +112,14 @@ class UpstreamNamesTests(KubectlBase):
         # Applying it again is a no-op patch, through the upstream spelling too.
         out = await self.kubectl("apply", "-f", "-", stdin=CRD_MANIFEST)
         self.assertIn("unchanged", out)
+
+    async def test_custom_resources_of_upstream_crd(self):
+        """The resources of a CRD applied by its upstream name are served to kubectl."""
+        await self.kubectl("apply", "-f", "-", stdin=CRD_MANIFEST)
+        out = await self.kubectl("apply", "-f", "-", stdin=WIDGET_MANIFEST)
+        self.assertIn("widget.example.com/w1 created", out)
+        out = await self.kubectl("get", "wd", "w1", "-o", "jsonpath={.spec.size}")
+        self.assertEqual(out, "3")
 
     async def test_apply_upstream_rbac(self):
         """Upstream rbac.authorization.k8s.io manifests apply, and resolve by upstream name."""
