@@ -18,6 +18,7 @@ from orchd.auth.rbac.index import PolicyIndex
 from orchd.auth.serviceaccount.issuer import TokenIssuer
 from orchd.auth.user import ANONYMOUS_USER, AUTHENTICATED, MASTERS, UserInfo
 from orchd.registry.binding import binding_resources
+from orchd.registry.customresources import custom_resource_kinds
 from orchd.registry.catalog import Catalog
 from orchd.registry.eviction import eviction_connector
 from orchd.registry.kinds.builtin import builtin_registry
@@ -59,7 +60,7 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None, virtual=None):
+                 streams=None, virtual=None, upstream_group_names=False):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
@@ -69,6 +70,7 @@ class APIHarness:
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
             C{nodes/proxy} and C{pods/log} with; not served if None.
+        @param upstream_group_names: as C{--upstream-group-names}.
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -105,12 +107,18 @@ class APIHarness:
             self.tokens.add(ServiceAccountTokenAuthenticator(
                 self.catalog, [self.issuer.public_key_pem], SA_ISSUER, (SA_ISSUER,), self.clock))
         Deferred.fromCoroutine(self.catalog.start_caches())
+        #: What follows the CustomResourceDefinitions (None when they are not served).
+        self.custom_resources = custom_resource_kinds(self.catalog)
+        if self.custom_resources is not None:
+            Deferred.fromCoroutine(self.custom_resources.start())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
-            DiscoveryRoutes(self.catalog),
-            settings=ServerSettings(features=FeatureGates.parse(feature_gates)), streams=streams)
+            DiscoveryRoutes(self.catalog, upstream_group_names=upstream_group_names),
+            settings=ServerSettings(features=FeatureGates.parse(feature_gates),
+                                    upstream_group_names=upstream_group_names),
+            streams=streams)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

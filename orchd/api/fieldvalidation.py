@@ -165,6 +165,8 @@ def prune_unknown_fields(obj, info, listing=False):
     """
     if type(obj) is not dict:
         return []
+    if info.pruner is not None:
+        return [] if listing else info.pruner(obj)
     node = _root(info, listing)
     if node is None:
         return []

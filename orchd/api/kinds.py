@@ -71,6 +71,14 @@ class KindInfo:
         deleted object, not a C{Status}, when it is removed at once (upstream's
         C{ReturnDeletedObject}: pods, services, persistent volumes and claims,
         ...; its OpenAPI's delete responses say which).
+    @ivar pruner: None, or C{pruner(obj) -> paths of the unknown fields it
+        removed}: the pruning of a kind whose schema is not described field
+        by field here (a custom resource's structural schema), used instead
+        of the one compiled from C{schema}.
+    @ivar strategic_patch: False for kinds that take no strategic merge
+        patch (custom resources: 415, as upstream).
+    @ivar deprecation: None, or the C{Warning} a request to this version
+        gets (a custom resource version marked deprecated).
     @ivar derived: what other modules compute from these facets once and
         keep with the kind (OpenAPI definitions, the compiled pruning
         schema), so that it goes when the kind goes. Keys are private to the
@@ -81,14 +89,15 @@ class KindInfo:
         "group", "version", "resource", "kind", "namespaced", "short_names", "verbs",
         "subresources", "categories", "name_rule", "stored", "singular", "schema", "printer",
         "patch_schema", "selectable_fields", "subresource_kinds", "storage_version", "derived",
-        "delete_answers_object",
+        "delete_answers_object", "pruner", "strategic_patch", "deprecation",
     )
 
     def __init__(self, group, version, resource, kind, namespaced, short_names=(),
                  verbs=STANDARD_VERBS, subresources=(), categories=(), name_rule=SUBDOMAIN,
                  stored=True, schema=LOOSE, printer=None, patch_schema=DEFAULT_PATCH_SCHEMA,
                  selectable_fields=(), subresource_kinds=None, storage_version=None,
-                 delete_answers_object=False):
+                 delete_answers_object=False, pruner=None, strategic_patch=True,
+                 deprecation=None, singular=None):
         self.group = group
         self.version = version
         self.resource = resource
@@ -100,7 +109,7 @@ class KindInfo:
         self.categories = tuple(categories)
         self.name_rule = name_rule
         self.stored = stored
-        self.singular = kind.lower()
+        self.singular = singular or kind.lower()
         self.schema = schema
         self.printer = printer
         self.patch_schema = patch_schema
@@ -108,6 +117,9 @@ class KindInfo:
         self.subresource_kinds = dict(subresource_kinds or {})
         self.storage_version = storage_version or version
         self.delete_answers_object = delete_answers_object
+        self.pruner = pruner
+        self.strategic_patch = strategic_patch
+        self.deprecation = deprecation
         self.derived = {}
 
     @property

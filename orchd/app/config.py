@@ -199,6 +199,11 @@ class Config:
                                               "served at once; 0 is no limit.")
     min_request_timeout = _setting(_non_negative, "1800", "Shortest timeout, in seconds, "
                                    "of long-running requests such as watches.")
+    upstream_group_names = _setting(parse_bool, "false", "Also name the renamed API groups "
+                                    "in their upstream spelling (apiextensions.k8s.io, "
+                                    "rbac.authorization.k8s.io, ...) in discovery, OpenAPI "
+                                    "and AdmissionReview, for unmodified manifests, charts "
+                                    "and operator frameworks.")
     config = _setting(_string, None, "YAML file with these settings (keys as the flags, "
                       "without --); flags win.")
 

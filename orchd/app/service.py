@@ -61,6 +61,7 @@ from orchd.registry.binding import binding_resources
 from orchd.registry.eviction import eviction_connector
 from orchd.registry.catalog import Catalog
 from orchd.registry.componentstatus import component_status_provider
+from orchd.registry.customresources import custom_resource_kinds
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
@@ -235,9 +236,10 @@ class ControlPlane(MultiService):
         offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
-            DiscoveryRoutes(self.catalog, offload),
+            DiscoveryRoutes(self.catalog, offload, config.upstream_group_names),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
-            ServerSettings(config.min_request_timeout, config.feature_gates, offload),
+            ServerSettings(config.min_request_timeout, config.feature_gates, offload,
+                           config.upstream_group_names),
             streams=self._stream_forwarder(),
         )
         self.site = APISite(resource, reactor=reactor)
@@ -342,6 +344,10 @@ class ControlPlane(MultiService):
     async def _bootstrap(self):
         """The watch caches, the system namespaces, then the controllers' first sync."""
         await self.catalog.start_caches()
+        custom_resources = custom_resource_kinds(self.catalog)
+        if custom_resources is not None:
+            # Every established CustomResourceDefinition is served before /readyz.
+            await custom_resources.start()
         self._caches_hook.finish()
         namespaces = self.catalog.resource("", "namespaces")
         ctx = self.catalog.system_context()
@@ -400,6 +406,9 @@ class ControlPlane(MultiService):
                 await port.stopListening()
         await super().stopService()
         if self.catalog is not None:
+            custom_resources = custom_resource_kinds(self.catalog)
+            if custom_resources is not None:
+                custom_resources.stop()
             self.catalog.stop_caches()
         if self.store is not None:
             await self.store.close()

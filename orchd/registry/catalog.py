@@ -99,6 +99,8 @@ class Catalog:
         self._preferred = {}
         self._virtual = virtual or {}
         self._listeners = []
+        #: Connectors the served kinds brought: C{{(group, version, resource, subresource): connector}}.
+        self._own_connectors = {}
         self._started = False
         self.caches = {} if caches is None else caches
         self.reads = CachedReads(self.caches, store)
@@ -116,16 +118,18 @@ class Catalog:
             if cache is None:
                 cache = new_cache = self.caches[info.key_prefix()] = WatchCache(
                     self.store, info.key_prefix(), self.clock)
-            provider = ResourceStore(info, definition.new_strategy(self), self.store, self.clock,
-                                     self.admission, cache=cache,
-                                     field_manager=FieldManager(info.patch_schema,
-                                                                self.clock.seconds))
+            provider = (definition.store or ResourceStore)(
+                info, definition.new_strategy(self), self.store, self.clock, self.admission,
+                cache=cache, field_manager=FieldManager(info.patch_schema, self.clock.seconds))
         elif (info.group, info.resource) in self._virtual:
             provider = self._virtual[(info.group, info.resource)](info)
         else:
             return None
         self._resources[(info.group, info.version, info.resource)] = (info, provider)
         self._preferred.setdefault((info.group, info.resource), provider)
+        for subresource, factory in definition.connectors.items():
+            self._own_connectors[(info.group, info.version, info.resource, subresource)] = \
+                factory(self, info)
         return new_cache
 
     def kind_registered(self, definition):
@@ -144,6 +148,8 @@ class Catalog:
         info = definition.info
         if self._resources.pop((info.group, info.version, info.resource), None) is None:
             return
+        for subresource in definition.connectors:
+            self._own_connectors.pop((info.group, info.version, info.resource, subresource), None)
         key = (info.group, info.resource)
         self._preferred.pop(key, None)
         for other, provider in self._resources.values():
@@ -198,8 +204,15 @@ class Catalog:
         """@return: C{(KindInfo, provider)} or None."""
         return self._resources.get((group, version, resource))
 
-    def connector(self, group, resource, subresource):
-        """The L{IConnector} or L{IStreamConnector} serving a subresource, or None."""
+    def connector(self, group, resource, subresource, version=None):
+        """
+        The L{IConnector} or L{IStreamConnector} serving a subresource, or
+        None: one the kind of C{version} brought with it, else the catalog's.
+        """
+        if self._own_connectors:
+            own = self._own_connectors.get((group, version, resource, subresource))
+            if own is not None:
+                return own
         return self._connectors.get((group, resource, subresource))
 
     def resource(self, group, resource):

@@ -47,13 +47,22 @@ class KindDefinition:
         called with the L{orchd.registry.catalog.Catalog} that serves the
         kind, for strategies that take collaborators from it (Service's
         allocators); a strategy class itself serves for the others.
+    @ivar store: the class of its provider, None for the generic
+        L{orchd.registry.generic.ResourceStore}; a subclass for kinds whose
+        reads shape what is stored (custom resources: the version asked
+        for, defaults).
+    @ivar connectors: C{{subresource: factory(catalog, info)}} of the
+        subresources this kind brings with it (a custom resource's scale),
+        served while it is.
     """
 
-    __slots__ = ("info", "strategy")
+    __slots__ = ("info", "strategy", "store", "connectors")
 
-    def __init__(self, info, strategy=DefaultStrategy):
+    def __init__(self, info, strategy=DefaultStrategy, store=None, connectors=None):
         self.info = info
         self.strategy = strategy
+        self.store = store
+        self.connectors = dict(connectors or {})
 
     def new_strategy(self, catalog):
         """

@@ -38,16 +38,55 @@ def scale_connectors():
             for group, resource in SCALABLE}
 
 
-def to_scale(parent):
+class ScalePaths:
+    """
+    Where a kind keeps what its Scale shows: dotted paths from the object
+    root (a CRD's C{.spec.replicas} without the leading dot).
+
+    @ivar selector: the path of the label selector text, or None: a
+        workload's selector is its C{spec.selector} object, written as text.
+    """
+
+    __slots__ = ("spec", "status", "selector")
+
+    def __init__(self, spec="spec.replicas", status="status.replicas", selector=None):
+        self.spec = tuple(spec.split("."))
+        self.status = tuple(status.split("."))
+        self.selector = tuple(selector.split(".")) if selector else None
+
+    def read(self, obj, path):
+        for part in path:
+            if not isinstance(obj, dict):
+                return None
+            obj = obj.get(part)
+        return obj
+
+    def write_spec(self, obj, value):
+        """Set the spec replicas of C{obj} to C{value}, making the objects on the way."""
+        for part in self.spec[:-1]:
+            child = obj.get(part)
+            if not isinstance(child, dict):
+                child = obj[part] = {}
+            obj = child
+        obj[self.spec[-1]] = value
+
+
+WORKLOADS = ScalePaths()
+
+
+def to_scale(parent, paths=WORKLOADS):
     """The Scale of a workload as stored (C{spec.replicas} 0 is left out, as upstream)."""
     meta = parent.get("metadata") or {}
-    spec = parent.get("spec") or {}
-    status = parent.get("status") or {}
     scale_meta = {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion",
                                             "creationTimestamp") if meta.get(key) is not None}
-    replicas = spec.get("replicas")
-    scale_status = {"replicas": status.get("replicas") or 0}
-    selector = selector_text(parent)
+    replicas = paths.read(parent, paths.spec)
+    status_replicas = paths.read(parent, paths.status)
+    scale_status = {"replicas": status_replicas if isinstance(status_replicas, int) else 0}
+    if paths.selector is None:
+        selector = selector_text(parent)
+    else:
+        selector = paths.read(parent, paths.selector)
+        selector = selector if isinstance(selector, str) else ""
     if selector:
         scale_status["selector"] = selector
     return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
@@ -60,17 +99,29 @@ class ScaleConnector:
     The C{scale} subresource of one resource.
 
     @param catalog: where the parent resource is served.
+    @param parent: the parent's KindInfo when the connector serves one
+        version of it (a custom resource's), else None: its preferred version.
+    @param paths: the L{ScalePaths} of the parent.
     """
 
-    def __init__(self, catalog, group, resource):
+    def __init__(self, catalog, group, resource, parent=None, paths=WORKLOADS):
         self.catalog = catalog
         self.clock = catalog.clock
         self.group, self.resource = group, resource
-        self.info = subresource_kind(catalog.resource(group, resource).info, "scale")
+        self._version = parent.version if parent is not None else None
+        self.paths = paths
+        if parent is None:
+            parent = catalog.resource(group, resource).info
+        self.info = subresource_kind(parent, "scale")
         self.info.printer = SCALE
 
     @property
     def _parents(self):
+        if self._version is not None:
+            found = self.catalog.lookup(self.group, self._version, self.resource)
+            if found is None:
+                raise StatusError.not_found(self.resource, self.group, "")
+            return found[1]
         return self.catalog.resource(self.group, self.resource)
 
     def _replicas(self, ctx, name, scale):
@@ -107,11 +158,7 @@ class ScaleConnector:
 
     def _scaled(self, ctx, name, scale, parent):
         """C{parent} given the Scale's replicas, and its resourceVersion as a precondition."""
-        replicas = self._replicas(ctx, name, scale)
-        spec = parent.get("spec")
-        if not isinstance(spec, dict):
-            spec = parent["spec"] = {}
-        spec["replicas"] = replicas
+        self.paths.write_spec(parent, self._replicas(ctx, name, scale))
         version = (scale.get("metadata") or {}).get("resourceVersion") or ""
         if version:
             parent["metadata"]["resourceVersion"] = version
@@ -120,21 +167,21 @@ class ScaleConnector:
         return parent
 
     async def get(self, ctx, name):
-        return to_scale(await self._parents.get(ctx, name))
+        return to_scale(await self._parents.get(ctx, name), self.paths)
 
     async def update(self, ctx, name, obj, subresource="scale"):
         """Replace the Scale (PUT): C{(scale, created)}, never created."""
         self._replicas(ctx, name, obj)
         parent = await self._parents.patch(
             ctx, name, lambda current: self._scaled(ctx, name, obj, current), "scale")
-        return to_scale(parent), False
+        return to_scale(parent, self.paths), False
 
     async def patch(self, ctx, name, apply_patch, subresource="scale"):
         """A JSON, merge or strategic merge patch of the Scale, applied to the current one."""
         def patched(current):
-            return self._scaled(ctx, name, apply_patch(to_scale(current)), current)
+            return self._scaled(ctx, name, apply_patch(to_scale(current, self.paths)), current)
 
-        return to_scale(await self._parents.patch(ctx, name, patched, "scale"))
+        return to_scale(await self._parents.patch(ctx, name, patched, "scale"), self.paths)
 
     async def apply(self, ctx, name, applied, force, subresource="scale"):
         """
@@ -147,8 +194,8 @@ class ScaleConnector:
             config["metadata"]["resourceVersion"] = version
         spec = applied.get("spec")
         if isinstance(spec, dict) and "replicas" in spec:
-            config["spec"] = {"replicas": self._replicas(ctx, name, applied)}
+            self.paths.write_spec(config, self._replicas(ctx, name, applied))
         info = self._parents.info
         config.update(apiVersion=info.api_version, kind=info.kind)
         parent, _ = await self._parents.apply(ctx, name, config, force, "scale")
-        return to_scale(parent), False
+        return to_scale(parent, self.paths), False

@@ -133,7 +133,8 @@ class APIServer(Resource):
             if info.subresource not in kind.subresources:
                 raise StatusError(404, "NotFound", _NOT_FOUND)
             allowed = SUBRESOURCE_VERBS.get(info.subresource, ())
-            connector = self.catalog.connector(kind.group, kind.resource, info.subresource)
+            connector = self.catalog.connector(kind.group, kind.resource, info.subresource,
+                                               kind.version)
             if IStreamConnector.providedBy(connector):
                 if self.streams is None:
                     raise StatusError(404, "NotFound", _NOT_FOUND)

@@ -30,6 +30,7 @@ from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
 from orchd.registry.kinds.configdata import ConfigMapStrategy, SecretStrategy
 from orchd.registry.kinds.controllerrevision import ControllerRevisionStrategy
+from orchd.registry.kinds.customresourcedefinition import CustomResourceDefinitionStrategy
 from orchd.registry.kinds.disruptionbudget import PodDisruptionBudgetStrategy
 from orchd.registry.kinds.event import (
     EVENT_FIELDS, EVENTS_V1_FIELDS, EventStrategy, EventsV1EventStrategy,
@@ -124,7 +125,8 @@ DEFINITIONS = (
              printer=cluster.VALIDATING_WEBHOOK_CONFIGURATION),
     # apiextensions.orch.io/v1
     _cluster(APIEXTENSIONS, "v1", "customresourcedefinitions", "CustomResourceDefinition",
-             short_names=("crd", "crds"), subresources=_STATUS),
+             short_names=("crd", "crds"), subresources=_STATUS,
+             strategy=CustomResourceDefinitionStrategy),
     # apiregistration.orch.io/v1
     _cluster(APIREGISTRATION, "v1", "apiservices", "APIService", subresources=_STATUS,
              printer=cluster.API_SERVICE, patch_schema=patch.API_SERVICE),

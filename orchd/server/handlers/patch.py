@@ -56,6 +56,9 @@ async def handle(scope):
     media = codecs.media_type(scope.request.getHeader(b"content-type") or b"")
     if media not in PATCH_TYPES:
         raise StatusError.unsupported_media_type(media, PATCH_TYPES)
+    if media == STRATEGIC_PATCH and not scope.kind.strategic_patch:
+        # Custom resources: kubectl then falls back to a merge patch.
+        raise StatusError.unsupported_media_type(media, (JSON_PATCH, MERGE_PATCH, APPLY_PATCH))
     apply = media == APPLY_PATCH
     force = scope.query_bool("force", None)
     if force is not None and not apply:

@@ -57,6 +57,9 @@ class RequestScope:
         #: The apiVersion the body spelled, when not the canonical one.
         self.body_spelling = None
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
+        if kind.deprecation:
+            # A deprecated custom resource version: every request to it says so.
+            self.ctx.warn(kind.deprecation)
 
     # -- query --------------------------------------------------------------
 
