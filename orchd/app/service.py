@@ -26,6 +26,7 @@ from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.fdlimit import raise_open_file_limit
+from orchd.app.metricsscraper import MetricsScraper, agent_fetch
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.orchletsettings import orchlet_settings, simulated_node_settings
 from orchd.app.pki import PKI, PKIError
@@ -65,6 +66,7 @@ from orchd.registry.customresources import custom_resource_kinds
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
+from orchd.registry.resourcemetrics import MetricsCache, resource_metrics_providers
 from orchd.registry.scale import scale_connectors
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
@@ -200,10 +202,14 @@ class ControlPlane(MultiService):
                              config.service_account_issuer, reactor)
         bindings, binding_connectors = binding_resources()
         statuses = component_status_provider(self.components.statuses(self.store), reactor)
+        #: NodeMetrics and PodMetrics, as the scraper last read them from the nodes.
+        self.resource_metrics = MetricsCache()
+        metrics_kinds = resource_metrics_providers(self.resource_metrics, lambda: self.catalog,
+                                                   reactor)
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
             virtual={**review_providers(authorizer, reactor, self.tokens), **bindings,
-                     **statuses},
+                     **statuses, **metrics_kinds},
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
@@ -252,6 +258,7 @@ class ControlPlane(MultiService):
             self.catalog, reactor, config)
         self.components.follow(self.controllers)
         self.controllers.setServiceParent(self)
+        self._metrics_scraper().setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)
         try:
@@ -284,6 +291,15 @@ class ControlPlane(MultiService):
             orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
                           pki.orchlet_client_key_pem),
             plain_agent(self.reactor, pki.ca_pem))
+
+    def _metrics_scraper(self):
+        """The nodes' resource metrics, read as C{nodes/proxy} reads them, into the cache."""
+        pki = self.pki
+        # A connection per scrape: one every 15 s per node, closed when done.
+        agent = orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
+                              pki.orchlet_client_key_pem)
+        return MetricsScraper.for_catalog(self.reactor, self.catalog, agent_fetch(agent),
+                                          self.resource_metrics)
 
     def _encryption_config(self):
         """The checked C{--encryption-provider-config}, or None; logs what it encrypts."""
