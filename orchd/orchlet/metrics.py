@@ -63,12 +63,24 @@ def _number(value):
     return text[:-2] if text.endswith(".0") else text
 
 
-def resource_metrics(stats):
-    """The Prometheus text exposition of C{/metrics/resource}, as bytes."""
+def resource_metrics(stats, read_at=None):
+    """
+    The Prometheus text exposition of C{/metrics/resource}, as bytes.
+
+    @param read_at: when C{stats} were read (seconds since the epoch), or
+        None. The stats' times have a second's precision; a sample stamped
+        in that same second is stamped C{read_at} to the millisecond, as the
+        kubelet's are, so that rates over a scrape interval are exact.
+    """
     samples = {name: [] for name, _, _ in _METRICS}
 
     def add(name, labels, value, stamp):
-        millis = f" {_seconds(stamp) * 1000}" if stamp else ""
+        millis = ""
+        if stamp:
+            when = _seconds(stamp)
+            if read_at is not None and int(read_at) == when:
+                when = read_at
+            millis = f" {int(round(when * 1000))}"
         samples[name].append(f"{name}{labels} {_number(value)}{millis}")
 
     node = stats.get("node") or {}

@@ -99,3 +99,11 @@ class RuntimeUsageTests(SynchronousTestCase):
             self.assertIn(line + "\n", text)
         self.assertIn("\nnode_cpu_usage_seconds_total ", text)
         self.assertIn("\nnode_memory_working_set_bytes ", text)
+
+    def test_stamped_to_the_millisecond(self):
+        """Samples of the second the stats were read are stamped with the read time's milliseconds."""
+        self.runtime.sync_pod(pod())
+        self.clock.advance(4.25)
+        text = resource_metrics(self.runtime.stats(), self.clock.seconds()).decode("utf-8")
+        self.assertIn('pod_memory_working_set_bytes{namespace="default",pod="web"} 8388608 '
+                      "1700000004250\n", text)
