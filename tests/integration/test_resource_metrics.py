@@ -107,3 +107,87 @@ class ResourceMetricsTests(TestCase):
         lines = await top("pods", "-A", "-l", "app=idle")
         self.assertEqual(lines[0][:2], ["NAMESPACE", "NAME"])
         self.assertEqual([line[:2] for line in lines[1:]], [["default", "idle"]])
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+HPAS = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+
+
+class AutoscalerTests(TestCase):
+    timeout = 120
+
+    async def setUp(self):
+        self.server = await RunningControlPlane(
+            self, simulated_nodes=2, hostname_override="host").start()
+        simulated = [s for s in self.server.top if isinstance(s, SimulatedNodes)][0]
+        for agent in await simulated.ready:
+            await agent.registered
+        self.scraper = [s for s in self.server.plane if isinstance(s, MetricsScraper)][0]
+
+    async def ready_pods(self, count):
+        for _ in range(600):
+            code, body = await self.server.call("GET", PODS + "?labelSelector=app%3Dweb")
+            ready = [p for p in body["items"] if any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in (p.get("status") or {}).get("conditions") or ())]
+            if len(ready) >= count:
+                return ready
+            await sleep(0.05)
+        self.fail(f"{count} pods never became ready")
+
+    async def replicas(self):
+        code, body = await self.server.call("GET", f"{DEPLOYMENTS}/web")
+        return body["spec"]["replicas"]
+
+    async def test_raised_cpu_scales_deployment_up(self):
+        """Raising the pods' CPU annotation over the target scales the Deployment up."""
+        code, body = await self.server.call("POST", DEPLOYMENTS, {
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"},
+                                               "annotations": {CPU_USAGE: "100m"}},
+                                  "spec": {"containers": [{
+                                      "name": "web", "image": "nginx:1.27",
+                                      "resources": {"requests": {"cpu": "200m"}}}]}}}})
+        self.assertEqual(code, 201, body)
+        await self.ready_pods(2)
+        await sleep(1.5)
+        await self.scraper.scrape()
+        await sleep(1.2)
+        await self.scraper.scrape()
+        code, body = await self.server.call("POST", HPAS, {
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "web"},
+                     "minReplicas": 2, "maxReplicas": 6,
+                     "metrics": [{"type": "Resource", "resource": {
+                         "name": "cpu",
+                         "target": {"type": "Utilization", "averageUtilization": 50}}}]}})
+        self.assertEqual(code, 201, body)
+        for _ in range(100):
+            code, hpa = await self.server.call("GET", f"{HPAS}/web")
+            if hpa["status"].get("currentMetrics"):
+                break
+            await sleep(0.1)
+        self.assertEqual(hpa["status"]["currentMetrics"][0]["resource"]["current"]
+                         ["averageUtilization"], 50, hpa["status"])
+        self.assertEqual(await self.replicas(), 2)
+        for pod in await self.ready_pods(2):
+            code, body = await self.server.call(
+                "PATCH", f"{PODS}/{pod['metadata']['name']}",
+                {"metadata": {"annotations": {CPU_USAGE: "400m"}}},
+                headers={b"content-type": [b"application/merge-patch+json"]})
+            self.assertEqual(code, 200, body)
+        await sleep(0.5)
+        await self.scraper.scrape()
+        await sleep(1.2)
+        await self.scraper.scrape()
+        for _ in range(400):        # the autoscaler's next sync, within 15 s
+            if await self.replicas() > 2:
+                break
+            await sleep(0.1)
+        self.assertEqual(await self.replicas(), 4)
+        code, hpa = await self.server.call("GET", f"{HPAS}/web")
+        self.assertEqual(hpa["status"]["desiredReplicas"], 4)
+        conditions = {c["type"]: c["reason"] for c in hpa["status"]["conditions"]}
+        self.assertEqual(conditions["AbleToScale"], "SucceededRescale")
