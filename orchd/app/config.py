@@ -183,6 +183,9 @@ class Config:
                                          "node is marked unhealthy.")
     pod_eviction_timeout = _setting(_interval, "5m0s", "Grace period for deleting pods "
                                     "on failed nodes.")
+    horizontal_pod_autoscaler_sync_period = _setting(_interval, "15s", "Time between two "
+                                                     "reconciliations of each "
+                                                     "HorizontalPodAutoscaler.")
     simulated_nodes = _setting(_simulated_nodes, "0", "Run this many simulated nodes in this "
                                "process besides the local one, named <node name>-sim-<i>, "
                                "each with its own Node, Lease and identity (not with "

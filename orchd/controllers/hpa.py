@@ -170,6 +170,11 @@ class HorizontalPodAutoscalerController(CacheSyncedController):
                                         self._changed)
         self._pods = self.follow("", "pods", lambda *_: None, keep=keep_pod)
 
+    @classmethod
+    def from_environment(cls, env):
+        period = getattr(env.config, "horizontal_pod_autoscaler_sync_period", None)
+        return cls(env.catalog, env.clock, sync_period=period or SYNC_PERIOD)
+
     def _changed(self, type, obj, old):
         meta = obj["metadata"]
         key = f"{meta.get('namespace', '')}/{meta['name']}"

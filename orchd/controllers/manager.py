@@ -106,7 +106,7 @@ CONTROLLERS = {
     "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
     "ttl-after-finished": (_plain(TTLAfterFinishedController), True, (("batch", "jobs"),)),
     "cronjob": (_plain(CronJobController), True, (("batch", "cronjobs"), ("batch", "jobs"))),
-    "horizontalpodautoscaling": (_plain(HorizontalPodAutoscalerController), True,
+    "horizontalpodautoscaling": (HorizontalPodAutoscalerController.from_environment, True,
                                  (("autoscaling", "horizontalpodautoscalers"), _PODS)),
 }
 

@@ -129,6 +129,7 @@ class DefaultTests(SynchronousTestCase):
         self.assertEqual(config.controllers, ("*",))
         self.assertEqual((config.livez_grace_period, config.shutdown_delay_duration), (0.0, 0.0))
         self.assertEqual(config.node_monitor_grace_period, 40.0)
+        self.assertEqual(config.horizontal_pod_autoscaler_sync_period, 15.0)
         self.assertEqual(config.pod_eviction_timeout, 300.0)
         self.assertEqual((config.max_requests_inflight, config.max_mutating_requests_inflight,
                           config.min_request_timeout), (400, 200, 1800))

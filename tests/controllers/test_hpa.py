@@ -252,3 +252,17 @@ class CatalogMetricsTests(SynchronousTestCase):
         self.assertEqual((metric.value, metric.timestamp, metric.window), (300, t0, 10.0))
         with self.assertRaises(calc.MetricError):
             api.run(source.pod_metrics("default", "app=none", "cpu"))
+
+
+class EnvironmentTests(SynchronousTestCase):
+    """The controller as the manager builds it."""
+
+    def test_sync_period_flag(self):
+        """--horizontal-pod-autoscaler-sync-period sets how often each autoscaler is synced."""
+        from orchd.controllers.manager import ControllerEnvironment
+        from tests.app.test_config import parse
+        api = APIHarness()
+        config = parse("--horizontal-pod-autoscaler-sync-period", "30s")
+        controller = HorizontalPodAutoscalerController.from_environment(
+            ControllerEnvironment(api.catalog, api.clock, config=config))
+        self.assertEqual(controller._sync_period, 30.0)
