@@ -42,6 +42,7 @@ from orchd.controllers.base import CacheSyncedController
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.podstate import parse_time, ready_condition
 from orchd.registry.context import RequestContext
+from orchd.registry.kinds.autoscaler import DEFAULT_METRICS
 from orchd.registry.options import ListOptions
 from orchd.storage.interfaces import DELETED
 
@@ -49,9 +50,6 @@ COMPONENT = "horizontal-pod-autoscaler"
 #: Seconds between two reconciliations of an autoscaler
 #: (upstream's C{--horizontal-pod-autoscaler-sync-period}).
 SYNC_PERIOD = 15.0
-#: What an autoscaler without metrics scales on (upstream's defaulting).
-DEFAULT_METRICS = [{"type": "Resource", "resource": {
-    "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
 
 _UNSERVED = {"Pods": "FailedGetPodsMetric", "Object": "FailedGetObjectMetric",
              "External": "FailedGetExternalMetric",

@@ -43,9 +43,8 @@ from orchd.registry.kinds.rbac import (
 )
 from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
-from orchd.registry.kinds.statusfields import (
-    HorizontalPodAutoscalerStrategy, IngressStrategy, VolumeAttachmentStrategy,
-)
+from orchd.registry.kinds.autoscaler import HorizontalPodAutoscalerStrategy
+from orchd.registry.kinds.statusfields import IngressStrategy, VolumeAttachmentStrategy
 from orchd.registry.kinds.workloads import (
     DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
     StatefulSetStrategy,
