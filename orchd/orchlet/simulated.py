@@ -112,12 +112,22 @@ class SimulatedRuntime:
             record = self._pods[key] = SimulatedPod(pod, self._clock, self._hooks,
                                                     self._host_ip, self._allocate_ip(stored))
             record.start()
-            self._usage[key] = PodUsage(Usage.of(pod))
+            usage = self._usage[key] = PodUsage(Usage.of(pod))
+            self._usage_problems(record, usage.usage.problems, [])
         else:
             usage = self._usage.setdefault(key, PodUsage(Usage.of(pod)))
             self._count(record, usage)      # what ran so far, at the old rate
             record.update(pod)
+            before = usage.usage.problems
             usage.update(self._clock.seconds(), Usage.of(pod))
+            self._usage_problems(record, usage.usage.problems, before)
+
+    def _usage_problems(self, record, problems, before):
+        """A C{FailedSimulation} event for each usage annotation newly ignored."""
+        for key, why in problems:
+            if (key, why) not in before:
+                self._event(record, "Warning", "FailedSimulation",
+                            f"annotation {key} ignored: {why}", None)
 
     def stop_pod(self, namespace, name, grace):
         record = self._pods.get((namespace, name))

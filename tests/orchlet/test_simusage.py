@@ -8,7 +8,7 @@ from orchd.orchlet.simulated import SimulatedRuntime
 from orchd.orchlet.simusage import (
     CPU_USAGE, DEFAULT_NANO_CORES, DEFAULT_WORKING_SET, MEMORY_USAGE, CPUCounter, Usage,
 )
-from tests.orchlet.test_simulated import pod
+from tests.orchlet.test_simulated import Observer, pod
 
 
 class UsageTests(SynchronousTestCase):
@@ -107,3 +107,16 @@ class RuntimeUsageTests(SynchronousTestCase):
         text = resource_metrics(self.runtime.stats(), self.clock.seconds()).decode("utf-8")
         self.assertIn('pod_memory_working_set_bytes{namespace="default",pod="web"} 8388608 '
                       "1700000004250\n", text)
+
+    def test_unreadable_annotation_reported(self):
+        """An unreadable usage annotation is a FailedSimulation event, once."""
+        observer = Observer()
+        self.runtime.observe(observer)
+        self.runtime.sync_pod(pod(annotations={CPU_USAGE: "fast"}))
+        again = pod(annotations={CPU_USAGE: "fast"})
+        again["metadata"]["resourceVersion"] = "2"
+        self.runtime.sync_pod(again)
+        failed = [event for event in observer.events if event[2] == "FailedSimulation"]
+        self.assertEqual(failed, [("web", "Warning", "FailedSimulation",
+                                   f"annotation {CPU_USAGE} ignored: a quantity from 0 to 1024",
+                                   None)])
