@@ -105,13 +105,15 @@ class MetricsScraper(Service):
     @param nodes: C{async nodes() -> [node objects]}, the nodes to scrape.
     @param fetch: C{fetch(node) -> awaitable bytes}, see L{agent_fetch}.
     @param cache: the L{orchd.registry.resourcemetrics.MetricsCache} to fill.
+    @param pool: the C{HTTPConnectionPool} C{fetch} uses, closed at stop, or None.
     """
 
     log = Logger()
 
     def __init__(self, clock, nodes, fetch, cache, interval=INTERVAL,
-                 concurrency=CONCURRENCY, timeout=TIMEOUT):
+                 concurrency=CONCURRENCY, timeout=TIMEOUT, pool=None):
         self.clock = clock
+        self._pool = pool
         self._nodes = nodes
         self._fetch = fetch
         self.cache = cache
@@ -140,7 +142,10 @@ class MetricsScraper(Service):
     def stopService(self):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        return super().stopService()
+        super().stopService()
+        if self._pool is not None:
+            return self._pool.closeCachedConnections()
+        return None
 
     async def scrape(self):
         """One round: every node, a few at a time; never raises."""

@@ -16,6 +16,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.error import CannotListenError
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
+from twisted.web.client import HTTPConnectionPool
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
@@ -295,11 +296,13 @@ class ControlPlane(MultiService):
     def _metrics_scraper(self):
         """The nodes' resource metrics, read as C{nodes/proxy} reads them, into the cache."""
         pki = self.pki
-        # A connection per scrape: one every 15 s per node, closed when done.
+        # One kept connection per node (a scrape every 15 s), closed at stop.
+        pool = HTTPConnectionPool(self.reactor, persistent=True)
+        pool.maxPersistentPerHost = 1
         agent = orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
-                              pki.orchlet_client_key_pem)
+                              pki.orchlet_client_key_pem, pool=pool)
         return MetricsScraper.for_catalog(self.reactor, self.catalog, agent_fetch(agent),
-                                          self.resource_metrics)
+                                          self.resource_metrics, pool=pool)
 
     def _encryption_config(self):
         """The checked C{--encryption-provider-config}, or None; logs what it encrypts."""

@@ -139,8 +139,8 @@ class OrchletResource(Resource):
     async def _metrics(self, request, rest):
         if rest != ["resource"]:
             raise _NOT_FOUND
-        read_at = self._reactor.seconds()
         stats = await maybeDeferred(self._runtime.stats)
+        read_at = self._reactor.seconds()
         return _Answer(200, metrics.resource_metrics(stats, read_at), metrics.PROMETHEUS_TYPE)
 
     async def _spec(self, request, rest):

@@ -232,7 +232,9 @@ class SimulatedRuntime:
                 for container in record.containers if container.running]
 
     def stats(self):
-        now = self._clock.seconds()
+        # To the millisecond, as the resource metrics stamp it: rates between
+        # two readings are then exact.
+        now = round(self._clock.seconds(), 3)
         stamp = rfc3339(now)
         pods, total_cores, total_memory = [], NODE_BASE_NANO_CORES, NODE_BASE_WORKING_SET
         for (namespace, name), record in self._pods.items():

@@ -145,3 +145,25 @@ class FetchTests(SynchronousTestCase):
         from twisted.python.failure import Failure
         body.connectionLost(Failure(RuntimeError("closed")))
         self.failureResultOf(done, ScrapeError)
+
+
+class StopTests(SynchronousTestCase):
+    """Stopping the scraper."""
+
+    def test_stop_closes_pool(self):
+        """A stop ends the rounds and closes the kept connections."""
+        closed = []
+
+        class Pool:
+            def closeCachedConnections(self):
+                closed.append(True)
+                return succeed(None)
+
+        clock = Clock()
+
+        async def nodes():
+            return []
+        scraper = MetricsScraper(clock, nodes, None, MetricsCache(), pool=Pool())
+        scraper.startService()
+        self.successResultOf(scraper.stopService())
+        self.assertEqual((closed, clock.getDelayedCalls()), ([True], []))

@@ -187,7 +187,11 @@ class AutoscalerTests(TestCase):
                 break
             await sleep(0.1)
         self.assertEqual(await self.replicas(), 4)
-        code, hpa = await self.server.call("GET", f"{HPAS}/web")
+        for _ in range(50):         # the status is written after the scale
+            code, hpa = await self.server.call("GET", f"{HPAS}/web")
+            if hpa["status"]["desiredReplicas"] == 4:
+                break
+            await sleep(0.1)
         self.assertEqual(hpa["status"]["desiredReplicas"], 4)
         conditions = {c["type"]: c["reason"] for c in hpa["status"]["conditions"]}
         self.assertEqual(conditions["AbleToScale"], "SucceededRescale")
