@@ -27,7 +27,8 @@ Three more compare orchd with itself: JSON against protobuf (encoding_cases
 below), the default Node,RBAC against AlwaysAllow with --roles
 ClusterRoles and --bindings bindings stored (authz.py), and Secret create
 and GET with secrets encrypted at rest by aesgcm against no encryption
-(encryption.py).
+(encryption.py), and custom resource create and GET against the same
+calls on ConfigMaps (customresources.py).
 
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
@@ -53,7 +54,8 @@ ratio to the creates.
 --cases picks the cases (all by default).
 
 Usage: python bench/run.py [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
+                    heartbeats,etcd,
                     scheduling,deployment,daemonset,jobs]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
@@ -77,6 +79,7 @@ import time
 import urllib.parse
 
 from authz import authz_cases, print_authz
+from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
@@ -87,7 +90,7 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
+         "customresources", "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
 
 
 def watch_round(orchd, args):
@@ -287,6 +290,10 @@ def main():
         encryption = os.path.join(workdir, "encryption")
         os.mkdir(encryption)
         encryption_cases(encryption, args, report)
+    if "customresources" in selected:
+        customresources = os.path.join(workdir, "customresources")
+        os.mkdir(customresources)
+        customresource_cases(customresources, args, template, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -302,6 +309,7 @@ def main():
     print_report(report)
     print_authz(report)
     print_encryption(report)
+    print_customresources(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)
