@@ -44,7 +44,7 @@ def setup(orchd, workdir, count):
     """Nodes, their Leases and certificates; the file heartbeat_load.py reads."""
     sys.path.insert(0, ROOT)
     from orchd.orchlet.heartbeat import micro_time
-    from orchd.registry.generic import rfc3339
+    from orchd.api.meta import rfc3339
 
     names = [f"hb-node-{i:05d}" for i in range(count)]
     now = rfc3339(time.time())

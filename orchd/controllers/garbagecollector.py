@@ -36,6 +36,7 @@ from orchd.controllers.ownerrefs import (
     _blocking, _finalizers, _group, _Node, _owner_references, _set_list,
 )
 from orchd.controllers.pacing import TurnPacer
+from orchd.controllers.queuemetrics import WORKQUEUES
 from orchd.registry.definitions import IKindListener
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
@@ -90,7 +91,8 @@ class GarbageCollector(Service):
         self._nodes = {}
         self._dependents = {}
         self._absent = LRUCache(_ABSENT_CACHE)
-        self._pacer = TurnPacer(self._work, clock, ops_per_turn, concurrency)
+        self._pacer = TurnPacer(self._work, clock, ops_per_turn, concurrency,
+                                metrics=WORKQUEUES.for_queue(self.name, clock))
         self._synced = False
         self._stopped = False
         self._scan_call = None
