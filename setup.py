@@ -34,8 +34,9 @@ setup(
         "orjson>=3.9",
         # jsonpatch: a complete, maintained RFC 6902 implementation.
         "jsonpatch>=1.33",
-        # cel-python: evaluates custom resources' x-kubernetes-validations (CEL)
-        # rules; it brings google-re2, whose linear-time matching runs schema patterns.
+        # cel-python: evaluates CEL (custom resources' x-kubernetes-validations
+        # rules, admission webhooks' matchConditions); it brings google-re2,
+        # whose linear-time matching runs schema patterns.
         "cel-python>=0.5",
         # protobuf: builds the message classes of our own .proto definitions
         # and does the wire encoding in C (upb), for clients that speak it.
@@ -58,6 +59,8 @@ setup(
             "openapi-spec-validator>=0.7",
             # protoc, as an independent encoder for the protobuf tests.
             "grpcio-tools>=1.60",
+            # prometheus_client's text parser, the reference reader of /metrics.
+            "prometheus_client>=0.20",
             # A real operator framework run against orchd (tests/integration/test_kopf_operator.py).
             "kopf>=1.37",
         ],

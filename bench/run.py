@@ -27,7 +27,13 @@ Three more compare orchd with itself: JSON against protobuf (encoding_cases
 below), the default Node,RBAC against AlwaysAllow with --roles
 ClusterRoles and --bindings bindings stored (authz.py), and Secret create
 and GET with secrets encrypted at rest by aesgcm against no encryption
-(encryption.py).
+(encryption.py), and custom resource create and GET against the same
+calls on ConfigMaps (customresources.py).
+
+metrics (metrics.py): a scrape of /metrics with --objects config maps and
+--watchers open watches (target under 100 ms), then create@16 and GET@16 on
+a server counting metrics and the same build with --enable-metrics=false,
+alternated over the rounds (target: ratio >= 0.9).
 
 heartbeats (heartbeats.py, heartbeat_load.py): one orchd with --no-orchlet and
 --nodes simulated nodes, each renewing its Lease every --renew-interval
@@ -50,6 +56,11 @@ orchd's CPU share of one core; a DaemonSet rolled out on every node and then
 updated, in seconds; --jobs Jobs of one pod completing, as Jobs/s and its
 ratio to the creates.
 
+webhooks (webhooks.py, webhook_server.js): durable ConfigMap creates at 16
+connections on one orchd with and without one ValidatingWebhookConfiguration
+whose webhook, a minimal allowing HTTPS server in its own process on
+loopback, matches them: requests/s and the ratio (target >= 0.5).
+
 --cases picks the cases (all by default).
 
 --smoke runs every case once at a tiny size, in a minute or two: the figures
@@ -57,8 +68,8 @@ mean nothing, but a case that no longer runs fails it (tests/integration/
 test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
-           [--cases get,create,list,watch,pages,encoding,authz,encryption,heartbeats,etcd,
-                    scheduling,deployment,daemonset,jobs]
+           [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
+                    metrics,heartbeats,etcd,scheduling,deployment,daemonset,jobs,webhooks]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
@@ -81,9 +92,12 @@ import time
 import urllib.parse
 
 from authz import authz_cases, print_authz
+from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
+from metrics import metrics_cases, print_metrics
+from webhooks import print_webhooks, webhook_cases
 from workloads import print_workloads, workload_cases
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
@@ -91,7 +105,8 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "heartbeats", "etcd", "scheduling", "deployment", "daemonset", "jobs")
+         "customresources", "metrics", "heartbeats", "etcd", "scheduling", "deployment",
+         "daemonset", "jobs", "webhooks")
 
 
 #: The sizes of --smoke (options given on the command line still win).
@@ -272,7 +287,7 @@ def main():
         parser.error(f"--cases: choose from {', '.join(CASES)}")
     if set(selected) - {"heartbeats"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
-    if "watch" in selected:
+    if "watch" in selected or "metrics" in selected:
         # One descriptor per watch in orchd and in the load generator.
         raise_file_limit(args.watchers + 1024)
     if "heartbeats" in selected:
@@ -304,6 +319,14 @@ def main():
         encryption = os.path.join(workdir, "encryption")
         os.mkdir(encryption)
         encryption_cases(encryption, args, report)
+    if "customresources" in selected:
+        customresources = os.path.join(workdir, "customresources")
+        os.mkdir(customresources)
+        customresource_cases(customresources, args, template, report)
+    if "metrics" in selected:
+        metrics = os.path.join(workdir, "metrics")
+        os.mkdir(metrics)
+        metrics_cases(metrics, args, template, body_path, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -312,6 +335,10 @@ def main():
         etcd = os.path.join(workdir, "etcd")
         os.mkdir(etcd)
         etcd_cases(etcd, args, template, body_path, report)
+    if "webhooks" in selected:
+        webhooks = os.path.join(workdir, "webhooks")
+        os.mkdir(webhooks)
+        webhook_cases(webhooks, args, body_path, report)
     if {"scheduling", "deployment", "daemonset", "jobs"} & set(selected):
         workloads = os.path.join(workdir, "workloads")
         os.mkdir(workloads)
@@ -319,9 +346,12 @@ def main():
     print_report(report)
     print_authz(report)
     print_encryption(report)
+    print_customresources(report)
+    print_metrics(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)
+    print_webhooks(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

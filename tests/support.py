@@ -31,6 +31,7 @@ from orchd.registry.tokenrequest import token_request_connector
 from orchd.server.discovery import DiscoveryRoutes
 from orchd.server.health import Health
 from orchd.server.settings import ServerSettings
+from orchd.server.requestmetrics import APIServerMetrics
 from orchd.server.site import APIServer
 from orchd.storage.memory import MemoryStore
 
@@ -60,7 +61,7 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None, virtual=None, upstream_group_names=False):
+                 streams=None, virtual=None, metrics=True, upstream_group_names=False):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
@@ -70,6 +71,8 @@ class APIHarness:
         @param service_cluster_ip_range: the Service CIDR (default 10.96.0.0/12).
         @param streams: the L{orchd.server.proxy.StreamForwarder} to serve
             C{nodes/proxy} and C{pods/log} with; not served if None.
+        @param metrics: count requests into C{self.metrics} (an
+            L{APIServerMetrics} timed by C{self.clock}) and serve C{/metrics}.
         @param upstream_group_names: as C{--upstream-group-names}.
         """
         self.clock = Clock()
@@ -113,12 +116,13 @@ class APIHarness:
             Deferred.fromCoroutine(self.custom_resources.start())
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
+        self.metrics = APIServerMetrics(timer=self.clock.seconds) if metrics else None
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog, upstream_group_names=upstream_group_names),
             settings=ServerSettings(features=FeatureGates.parse(feature_gates),
                                     upstream_group_names=upstream_group_names),
-            streams=streams)
+            streams=streams, metrics=self.metrics)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

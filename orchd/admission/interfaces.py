@@ -20,10 +20,12 @@ class AdmissionAttributes:
     @ivar obj: the new object (None for DELETE); mutating plugins may edit it.
     @ivar old: the stored object (None for CREATE).
     @ivar warn: a callable taking a text for the response's C{Warning} headers.
+    @ivar audit_annotations: None, or C{{key: value}} that admission
+        webhooks asked to be recorded with the request in the audit log.
     """
 
     __slots__ = ("operation", "info", "namespace", "name", "subresource", "obj", "old",
-                 "user", "dry_run", "warn")
+                 "user", "dry_run", "warn", "audit_annotations")
 
     def __init__(self, operation, info, namespace, name, obj, old, user, subresource="",
                  dry_run=False, warn=None):
@@ -37,6 +39,7 @@ class AdmissionAttributes:
         self.subresource = subresource
         self.dry_run = dry_run
         self.warn = warn if warn is not None else _no_warning
+        self.audit_annotations = None
 
 
 def _no_warning(text):

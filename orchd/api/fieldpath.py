@@ -58,6 +58,31 @@ def key_element(key, value):
     return "k:{" + quoted + ":" + go_json(value) + "}"
 
 
+def item_key_element(key, item):
+    """
+    The path element of an associative list item keyed by C{key}: one field
+    name, or a tuple of names (a custom resource's C{x-kubernetes-list-map-keys}),
+    whose fields are written sorted by name as upstream's C{k:{"name":"a","port":80}}.
+
+    @return: None when C{item} lacks one of the key fields.
+    """
+    if type(key) is str:
+        if key not in item:
+            return None
+        return key_element(key, item[key])
+    parts = []
+    for name in sorted(key):
+        if name not in item:
+            return None
+        parts.append(go_json(name) + ":" + go_json(item[name]))
+    return "k:{" + ",".join(parts) + "}"
+
+
+def key_fields(key):
+    """The field names of a list's key (one name, or a tuple of names)."""
+    return (key,) if type(key) is str else tuple(key)
+
+
 def value_element(value):
     """The path element of a set item: C{v:"a"}."""
     return "v:" + go_json(value)

@@ -21,7 +21,8 @@ its arguments; results may share unchanged parts with them.
 import json
 
 from orchd.api.fieldpath import (
-    SchemaError, _member, element_order, key_element, path_string, value_element,
+    SchemaError, _member, element_order, item_key_element, key_fields, path_string,
+    value_element,
 )
 from orchd.api.patchschema import PLAIN
 
@@ -36,9 +37,11 @@ def list_elements(items, schema):
     seen = set()
     for item in items:
         if key is not None:
-            if type(item) is not dict or key not in item:
+            if type(item) is not dict:
                 return None
-            element = key_element(key, item[key])
+            element = item_key_element(key, item)
+            if element is None:
+                return None
         else:
             element = value_element(item)
         if element in seen:
@@ -271,11 +274,12 @@ def _list_field_set(items, schema, where):
             if type(item) is not dict:
                 raise SchemaError(f"{where}: element {index}: associative list with keys may "
                                   "not have non-map elements")
-            if key not in item:
+            element = item_key_element(key, item)
+            if element is None:
+                missing = next(name for name in key_fields(key) if name not in item)
                 raise SchemaError(f"{where}: element {index}: associative list with keys has an "
-                                  f"element that omits key field {json.dumps(key)} (and doesn't "
+                                  f"element that omits key field {json.dumps(missing)} (and doesn't "
                                   "have default value)")
-            element = key_element(key, item[key])
         else:
             element = value_element(item)
         if element in elements:
@@ -444,7 +448,8 @@ def _prune_value(value, last, owned, schema):
             changed = True
             continue
         if theirs and schema.key is not None and type(item) is dict:
-            below = {e: c for e, c in theirs.items() if e != "f:" + schema.key}
+            keys = {"f:" + name for name in key_fields(schema.key)}
+            below = {e: c for e, c in theirs.items() if e not in keys}
             kept = _prune_map(item, below, mine or {}, schema.fields)
             if kept is not None:
                 item, changed = kept, True

@@ -127,9 +127,11 @@ def patch_media_types(info):
     (a strategic merge patch, which the server applies by its own table),
     to a JSON merge patch for the others. Checked with kubectl v1.32 for
     every kind: full kinds with it, and loose kinds without it, apply
-    without warnings.
+    without warnings. Kinds that refuse strategic merge patches (custom
+    resources, 415) never announce it, so kubectl sends them a JSON merge
+    patch.
     """
-    if info.schema.complete:
+    if info.schema.complete and info.strategic_patch:
         return (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
     return (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
 

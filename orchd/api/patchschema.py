@@ -17,7 +17,9 @@ class PatchField:
     How one field merges.
 
     @ivar merge: for a list, merge element by element instead of replacing.
-    @ivar key: the merge key of a list of maps; None for a list of scalars.
+    @ivar key: the merge key of a list of maps (a field name, or a tuple of
+        names for a custom resource's multi-key C{map} list); None for a list
+        of scalars.
     @ivar retain_keys: the field carries C{retainKeys} (a union type).
     @ivar replace: for a map, replace it whole instead of merging.
     @ivar fields: the schema of the map, or of each list element.

@@ -20,9 +20,13 @@ A process that follows another's Lease runs neither, and reports healthy:
 there is nothing here to be unhealthy.
 """
 
+from orchd.api.metrics import Registry
+from orchd.controllers.queuemetrics import WORKQUEUES
 from orchd.registry.componentstatus import Component
+from orchd.scheduler.metrics import SCHEDULER
 from orchd.scheduler.scheduler import Scheduler
 from orchd.server.health import Health, HealthCheck
+from orchd.server.processmetrics import register_process_metrics
 
 #: Upstream's C{maxTolerableExpiredLease} of the leader election watchdog.
 EXPIRED_LEASE_TOLERANCE = 20.0
@@ -63,15 +67,39 @@ class Components:
     @ivar controller_manager_health: the L{Health} the controller manager's port serves.
     @ivar scheduler: the running set's L{Scheduler}, or None.
     @ivar controllers: the running set's controller services.
+    @ivar scheduler_registry: what the scheduler's port serves on C{/metrics}
+        (None without metrics).
+    @ivar controller_manager_registry: the same for the controller manager.
     """
 
-    def __init__(self, clock):
+    def __init__(self, clock, metrics=True):
         self.clock = clock
         self.scheduler_health = Health(clock)
         self.controller_manager_health = Health(clock)
         self.scheduler = None
         self.controllers = ()
         self._elected = None
+        self.scheduler_registry = self.controller_manager_registry = None
+        if metrics:
+            self.scheduler_registry = self._registry(SCHEDULER.registry)
+            self.controller_manager_registry = self._registry(WORKQUEUES.registry)
+
+    def _registry(self, families):
+        registry = Registry()
+        registry.include(families)
+        registry.callback("leader_election_master_status",
+                          "Gauge of if the reporting system is master of the relevant lease, "
+                          "0 indicates backup, 1 indicates master. 'name' is the string used "
+                          "to identify the lease. Please make sure to group by name.",
+                          ("name",), self._leading)
+        register_process_metrics(registry)
+        return registry
+
+    def _leading(self):
+        elector = self._elected.elector if self._elected is not None else None
+        if elector is None:
+            return []
+        return [((elector.name,), 1 if elector.leading else 0)]
 
     def builder(self, catalog, build_controllers):
         """

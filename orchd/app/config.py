@@ -118,6 +118,9 @@ class Config:
                                                             "webhook's other answers are reused.")
     enable_bootstrap_token_auth = _setting(parse_bool, "false",
                                            "Accept bootstrap tokens as bearer tokens.")
+    enable_metrics = _setting(parse_bool, "true", "Count the API server's requests and storage "
+                              "calls and serve /metrics on the API server and the component "
+                              "ports; false only to measure what counting costs.")
     client_ca_file = _setting(_string, None, "CA bundle for client certificates, instead of "
                               "the generated CA (its key, if any, next to it as .key).")
     anonymous_auth = _setting(parse_bool, "true", "Treat unauthenticated requests as "

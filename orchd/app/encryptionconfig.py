@@ -115,6 +115,8 @@ class EncryptionConfig:
                 else:
                     exact[(group, resource)] = transformers
         checking = PrefixTransformers([identity_provider()])
+        self._exact, self._in_group, self._everything = exact, in_group, everything
+        self._checking = checking
         stored = {}
         for info in kinds:
             if info.stored:
@@ -151,8 +153,20 @@ class EncryptionConfig:
         found = by_prefix.get(key[:end + 1])
         if found is not None:
             return found
-        end = key.find("/", end + 1)
-        return by_prefix.get(key[:end + 1]) if end > 0 else None
+        group_end, end = end, key.find("/", end + 1)
+        if end < 0:
+            return None
+        found = by_prefix.get(key[:end + 1])
+        if found is None and "." in key[10:group_end]:
+            # A custom resource (its group has a dot): the rules decide, as for
+            # built-in kinds, once per resource.
+            found = by_prefix[key[:end + 1]] = self._chain(
+                key[10:group_end], key[group_end + 1:end])
+        return found
+
+    def _chain(self, group, resource):
+        return (self._exact.get((group, resource)) or self._in_group.get(group)
+                or self._everything or self._checking)
 
     def describe(self):
         """One line per rule, naming providers and the writing key, never secrets."""

@@ -43,6 +43,7 @@ from orchd.admission.certificates import (
 )
 from orchd.admission.defaultingressclass import DefaultIngressClass
 from orchd.admission.defaultstorageclass import DefaultStorageClass
+from orchd.admission.webhook.plugin import webhook_admission
 from orchd.admission.storageprotection import StorageObjectInUseProtection
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
 from orchd.admission.noderestriction import NodeRestriction
@@ -80,6 +81,7 @@ from orchd.server.settings import ServerSettings
 from orchd.server.offload import Offload
 from orchd.server.proxy import StreamForwarder, orchlet_agent, plain_agent
 from orchd.server.requestlimits import LISTEN_BACKLOG
+from orchd.server.requestmetrics import APIServerMetrics, resource_label
 from orchd.server.site import APIServer, APISite
 from orchd.tls.server import server_tls_options
 from orchd.storage.cachedreads import CachedReads
@@ -87,6 +89,7 @@ from orchd.storage.compactor import Compactor
 from orchd.storage.encrypting import TransformingStore
 from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
+from orchd.storage.timed import TimedStore
 
 PROGRAM = "twistd orchd"
 #: Seconds between attempts to complete the bootstrap policy.
@@ -172,10 +175,12 @@ class ControlPlane(MultiService):
                           "read, e.g. {examples}", count=len(corrected),
                           data_dir=config.data_dir, examples=examples)
         self.health = Health(reactor, config.livez_grace_period)
+        #: The API server's metrics (None with --enable-metrics=false).
+        self.metrics = APIServerMetrics() if config.enable_metrics else None
         self.store = None
         self.catalog = None
         #: The scheduler and the controller manager: their health and status.
-        self.components = Components(reactor)
+        self.components = Components(reactor, metrics=config.enable_metrics)
         self.port = None
         #: The scheduler's and the controller manager's health listeners, when on.
         self.scheduler_port = None
@@ -207,6 +212,10 @@ class ControlPlane(MultiService):
         self.resource_metrics = MetricsCache()
         metrics_kinds = resource_metrics_providers(self.resource_metrics, lambda: self.catalog,
                                                    reactor)
+        # Last in the chain: mutating webhooks after the built-in mutating
+        # plugins, validating webhooks after every other validation.
+        webhooks = webhook_admission(reads, reactor, self.kinds, config.upstream_group_names)
+        webhooks.setServiceParent(self)     # its informers are ready before /readyz
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
             virtual={**review_providers(authorizer, reactor, self.tokens), **bindings,
@@ -217,7 +226,7 @@ class ControlPlane(MultiService):
                      DefaultIngressClass(reads), DefaultStorageClass(reads),
                      StorageObjectInUseProtection(),
                      CertificateApproval(authorizer), CertificateSigning(authorizer),
-                     CertificateSubjectRestriction(), PodSecurity(self.store)),
+                     CertificateSubjectRestriction(), PodSecurity(self.store), webhooks),
             connectors={**token_request_connector(issuer, config.audiences),
                         **node_proxy_connector(), **pod_log_connector(),
                         **binding_connectors, **scale_connectors(), **eviction_connector()},
@@ -236,8 +245,11 @@ class ControlPlane(MultiService):
         self.tokens.add(ServiceAccountTokenAuthenticator(
             self.catalog, self.pki.sa_public_keys_pem, config.service_account_issuer,
             config.audiences, reactor))
+        metrics = self.metrics
+        x509 = X509Authenticator(
+            reactor, observe_expiry=metrics.observe_certificate if metrics else None)
         authenticator = UnionAuthenticator(
-            [X509Authenticator(reactor), BearerAuthenticator(self.tokens)],
+            [x509, BearerAuthenticator(self.tokens)],
             anonymous=config.anonymous_auth)
         offload = Offload(reactor)
         offload.setServiceParent(self)
@@ -247,7 +259,7 @@ class ControlPlane(MultiService):
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
             ServerSettings(config.min_request_timeout, config.feature_gates, offload,
                            config.upstream_group_names),
-            streams=self._stream_forwarder(),
+            streams=self._stream_forwarder(), metrics=metrics,
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
@@ -266,10 +278,12 @@ class ControlPlane(MultiService):
             self.port = reactor.listenSSL(config.secure_port, self.site, options,
                                           backlog=LISTEN_BACKLOG, interface=config.bind_address)
             self.scheduler_port = self._listen_health(
-                config.scheduler_port, options, self.components.scheduler_health)
+                config.scheduler_port, options, self.components.scheduler_health,
+                self.components.scheduler_registry)
             self.controller_manager_port = self._listen_health(
                 config.controller_manager_port, options,
-                self.components.controller_manager_health)
+                self.components.controller_manager_health,
+                self.components.controller_manager_registry)
         except CannotListenError as e:
             for port in (self.port, self.scheduler_port):
                 if port is not None:
@@ -279,11 +293,12 @@ class ControlPlane(MultiService):
                        f"{e.socketError}") from None
         super().privilegedStartService()
 
-    def _listen_health(self, port, options, health):
-        """A component's health listener on C{port} (none for 0), as the API server's."""
+    def _listen_health(self, port, options, health, registry):
+        """A component's health (and metrics) listener on C{port} (none for 0)."""
         if not port:
             return None
-        return listen_health(self.reactor, port, self.config.bind_address, options, health)
+        return listen_health(self.reactor, port, self.config.bind_address, options, health,
+                             registry)
 
     def _stream_forwarder(self):
         """C{nodes/proxy} and C{pods/log}, reaching orchlets as the API server's orchlet user."""
@@ -304,6 +319,13 @@ class ControlPlane(MultiService):
         return MetricsScraper.for_catalog(self.reactor, self.catalog, agent_fetch(agent),
                                           self.resource_metrics, pool=pool)
 
+    def _storage_types(self):
+        """C{(key prefix, resource label)} of the served kinds, for the storage latency."""
+        if self.catalog is None:
+            return ()
+        return [(info.key_prefix(), resource_label(info))
+                for info in self.catalog.served_kinds if info.stored]
+
     def _encryption_config(self):
         """The checked C{--encryption-provider-config}, or None; logs what it encrypts."""
         path = self.config.encryption_provider_config
@@ -321,6 +343,11 @@ class ControlPlane(MultiService):
 
     def _open_store(self):
         store = self._open_backend()
+        metrics = self.metrics
+        if metrics is not None:
+            if isinstance(store, LevelDBStore):
+                store.batch_sizes = metrics.batch_sizes.labels()
+            store = TimedStore(store, metrics.storage_latency, self._storage_types)
         if self.encryption is None:
             return store
         return TransformingStore(store, self.encryption.transformer_for)

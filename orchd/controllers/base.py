@@ -14,6 +14,7 @@ from twisted.application.service import Service
 from twisted.logger import Logger
 
 from orchd.controllers.queue import WorkQueue
+from orchd.controllers.queuemetrics import WORKQUEUES
 from orchd.controllers.retry import Backoff
 from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
@@ -74,7 +75,9 @@ class QueuedController(Service, metaclass=abc.ABCMeta):
     def __init__(self, catalog, clock, concurrency=4):
         self._catalog = catalog
         self._clock = clock
-        self._queue = WorkQueue(self._sync, clock, concurrency=concurrency)
+        self._queue = WorkQueue(self._sync, clock, concurrency=concurrency,
+                                metrics=WORKQUEUES.for_queue(self.name or type(self).__name__,
+                                                             clock))
         self._informers = []
         self.started = None
 

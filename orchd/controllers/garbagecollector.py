@@ -26,6 +26,7 @@ in L{orchd.controllers.ownerrefs}.
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
+from zope.interface import implementer
 
 from orchd.api.errors import StatusError
 from orchd.api.meta import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
@@ -35,6 +36,8 @@ from orchd.controllers.ownerrefs import (
     _blocking, _finalizers, _group, _Node, _owner_references, _set_list,
 )
 from orchd.controllers.pacing import TurnPacer
+from orchd.controllers.queuemetrics import WORKQUEUES
+from orchd.registry.definitions import IKindListener
 from orchd.registry.options import DeleteOptions
 from orchd.storage.interfaces import DELETED
 
@@ -59,6 +62,7 @@ class _Replaced(Exception):
     """The object at the name now has another uid: the one we meant is gone."""
 
 
+@implementer(IKindListener)
 class GarbageCollector(Service):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}; every stored
@@ -79,29 +83,62 @@ class GarbageCollector(Service):
         self._recorder = recorder or EventRecorder(catalog, clock, COMPONENT)
         self._kinds = {}
         self._informers = []
-        prefixes = set()
+        self._prefixes = {}
         for info in catalog.served_kinds:
-            if not info.stored:
-                continue
-            provider = catalog.resource(info.group, info.resource)
-            self._kinds.setdefault((info.group, info.kind), provider)
-            prefix = provider.info.key_prefix()
-            if prefix in prefixes:
-                continue
-            prefixes.add(prefix)
-            self._informers.append(Informer(
-                catalog.reads, prefix,
-                lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old),
-                keep=_uid))
+            self._follow(info)
+        # Kinds served later (custom resources) are followed from then on.
+        catalog.subscribe(self)
         self._nodes = {}
         self._dependents = {}
         self._absent = LRUCache(_ABSENT_CACHE)
-        self._pacer = TurnPacer(self._work, clock, ops_per_turn, concurrency)
+        self._pacer = TurnPacer(self._work, clock, ops_per_turn, concurrency,
+                                metrics=WORKQUEUES.for_queue(self.name, clock))
         self._synced = False
         self._stopped = False
         self._scan_call = None
         self._scan = None
         self.started = None
+
+    # -- the kinds followed -------------------------------------------------------
+
+    def _follow(self, info):
+        """Follow the stored kind C{info}; return its new informer, or None."""
+        if not info.stored:
+            return None
+        provider = self._catalog.resource(info.group, info.resource)
+        if provider is None:
+            return None
+        self._kinds.setdefault((info.group, info.kind), provider)
+        prefix = provider.info.key_prefix()
+        if prefix in self._prefixes:
+            return None
+        informer = self._prefixes[prefix] = Informer(
+            self._catalog.reads, prefix,
+            lambda type, obj, old, provider=provider: self._changed(provider, type, obj, old),
+            keep=_uid)
+        self._informers.append(informer)
+        return informer
+
+    def kind_registered(self, definition):
+        """A kind served from now on (a custom resource's): its objects join the graph."""
+        informer = self._follow(definition.info)
+        if informer is not None and self.started is not None and not self._stopped:
+            d = Deferred.fromCoroutine(informer.start())
+            d.addErrback(lambda f: self.log.failure(
+                "Following {kind} failed", f, kind=definition.info.kind))
+
+    def kind_unregistered(self, definition):
+        """A kind no longer served: once no version of it is left, stop following it."""
+        info = definition.info
+        provider = self._catalog.resource(info.group, info.resource)
+        if provider is not None:
+            self._kinds[(info.group, info.kind)] = provider
+            return
+        self._kinds.pop((info.group, info.kind), None)
+        informer = self._prefixes.pop(info.key_prefix(), None)
+        if informer is not None:
+            informer.stop()
+            self._informers.remove(informer)
 
     # -- service ----------------------------------------------------------------
 
@@ -126,6 +163,7 @@ class GarbageCollector(Service):
 
     def stopService(self):
         self._stopped = True
+        self._catalog.unsubscribe(self)
         stop_all(self._informers)
         self._pacer.stop()
         if self._scan_call is not None and self._scan_call.active():

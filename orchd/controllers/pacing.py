@@ -26,12 +26,12 @@ class TurnPacer:
     @param concurrency: keys worked on at once.
     """
 
-    def __init__(self, work, clock, ops_per_turn, concurrency):
+    def __init__(self, work, clock, ops_per_turn, concurrency, metrics=None):
         self._work = work
         self._clock = clock
         self._ops_per_turn = ops_per_turn
         self._concurrency = concurrency
-        self._queue = WorkQueue(self._run, clock, concurrency=concurrency)
+        self._queue = WorkQueue(self._run, clock, concurrency=concurrency, metrics=metrics)
         self._pending = {}
         self._in_flight = 0
         self._started = False

@@ -18,12 +18,16 @@ class WorkQueue:
     Runs C{work(key)} (an async function) for queued keys, one at a time per key.
 
     @param clock: an C{IReactorTime} for retries.
+    @param metrics: the L{orchd.controllers.queuemetrics.QueueRecorder} that
+        counts this queue's adds, depth, waits, work and retries, if any.
     """
 
     log = Logger()
 
-    def __init__(self, work, clock, base_delay=0.2, max_delay=30.0, concurrency=4):
+    def __init__(self, work, clock, base_delay=0.2, max_delay=30.0, concurrency=4,
+                 metrics=None):
         self._work = work
+        self._metrics = metrics
         self._clock = clock
         self._base = base_delay
         self._max = max_delay
@@ -43,11 +47,16 @@ class WorkQueue:
         if self._stopped:
             return
         if key in self._busy:
-            self._dirty.add(key)
+            if key not in self._dirty:
+                self._dirty.add(key)
+                if self._metrics is not None:
+                    self._metrics.added(key)
             return
         if key not in self._queued:
             self._queued.add(key)
             self._waiting.append(key)
+            if self._metrics is not None:
+                self._metrics.added(key)
         self._pump()
 
     def add_after(self, key, delay):
@@ -73,6 +82,8 @@ class WorkQueue:
             while self._waiting and self._running < self._concurrency and not self._stopped:
                 key = self._waiting.popleft()
                 self._queued.discard(key)
+                if self._metrics is not None:
+                    self._metrics.picked(key)
                 self._busy.add(key)
                 self._running += 1
                 d = Deferred.fromCoroutine(self._work(key))
@@ -94,6 +105,8 @@ class WorkQueue:
         count = self._failures.get(key, 0) + 1
         self._failures[key] = count
         delay = min(self._base * 2 ** (count - 1), self._max)
+        if self._metrics is not None:
+            self._metrics.retried()
         if failure.check(StatusError) and failure.value.code == 409:
             # Contention (another writer got there first) is expected, not a bug.
             self.log.info("Work on {key} met a conflict; retrying in {delay:.1f}s: {error}",
@@ -106,13 +119,20 @@ class WorkQueue:
     def _finished(self, _, key):
         self._busy.discard(key)
         self._running -= 1
+        if self._metrics is not None:
+            self._metrics.done(key)
         if key in self._dirty:
+            # Counted as added when it was asked for during its work.
             self._dirty.discard(key)
-            self.add(key)
+            if not self._stopped and key not in self._queued:
+                self._queued.add(key)
+                self._waiting.append(key)
         self._pump()
 
     def stop(self):
         self._stopped = True
+        if self._metrics is not None:
+            self._metrics.stopped()
         self._waiting.clear()
         self._queued.clear()
         for timer in self._timers.values():

@@ -171,6 +171,11 @@ class Catalog:
         """
         self._listeners.append(listener)
 
+    def unsubscribe(self, listener):
+        """Stop telling C{listener}; nothing if it was not subscribed."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     async def start_caches(self):
         """
         Fill every watch cache and start following the store.

@@ -24,7 +24,7 @@ and the last one to find nothing left removes the finalizer.
 """
 
 import orjson
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
 
@@ -116,6 +116,7 @@ class CustomResourceKinds:
                 served.state.terminating = True
             if name not in self._cleaning:
                 d = self._cleaning[name] = Deferred.fromCoroutine(self._clean(name))
+                d.addErrback(lambda f: f.trap(CancelledError))   # stopped: another server goes on
                 d.addErrback(lambda f: self.log.failure(
                     "Cleaning up the resources of {name} failed", f, name=name))
                 d.addBoth(lambda _: self._cleaning.pop(name, None))
@@ -152,6 +153,7 @@ class CustomResourceKinds:
         self._replace(name, self._served.get(name), previous)
 
     def _replace(self, name, old, new):
+        """Unregister what C{old} served (if still its), then register C{new}'s kinds."""
         registry = self.catalog.kinds
         if old is not None:
             for definition in old.definitions:
@@ -187,7 +189,8 @@ class CustomResourceKinds:
             resources.update(v for v in (accepted.get("plural"), accepted.get("singular")) if v)
             resources.update(accepted.get("shortNames") or ())
             kinds.update(v for v in (accepted.get("kind"), accepted.get("listKind")) if v)
-        own = {d.info.resource for d in (self._served.get(excluding) or _NONE).definitions}
+        served = self._served.get(excluding)
+        own = {d.info.resource for d in served.definitions} if served is not None else set()
         for info in self.catalog.kinds.kinds:
             if info.group == group and info.resource not in own:
                 resources.update((info.resource, info.singular, *info.short_names))
@@ -203,7 +206,13 @@ class CustomResourceKinds:
             crd = self.definitions.get(name)
             if crd is None or CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or ()):
                 return
-            remaining = await self._delete_resources(crd)
+            try:
+                remaining = await self._delete_resources(crd)
+            except StatusError as e:
+                # Refused or failed for now (a store error, say): try again shortly.
+                self.log.warn("Deleting the resources of {name}: {error}", name=name,
+                              error=e.message)
+                remaining = True
             if not remaining:
                 break
             await deferLater(catalog.clock, CLEANUP_RETRY, lambda: None)
@@ -262,13 +271,6 @@ class CustomResourceKinds:
         for kv in page.items:
             await store.delete(kv.key)
         return 0
-
-
-class _NoDefinitions:
-    definitions = ()
-
-
-_NONE = _NoDefinitions()
 
 
 def custom_resource_kinds(catalog):

@@ -43,16 +43,19 @@ class ScalePaths:
     Where a kind keeps what its Scale shows: dotted paths from the object
     root (a CRD's C{.spec.replicas} without the leading dot).
 
-    @ivar selector: the path of the label selector text, or None: a
-        workload's selector is its C{spec.selector} object, written as text.
+    @ivar selector: the path of the label selector text, or None for none.
+    @ivar workload: the selector is a workload's C{spec.selector} object,
+        written as text.
     """
 
-    __slots__ = ("spec", "status", "selector")
+    __slots__ = ("spec", "status", "selector", "workload")
 
-    def __init__(self, spec="spec.replicas", status="status.replicas", selector=None):
+    def __init__(self, spec="spec.replicas", status="status.replicas", selector=None,
+                 workload=False):
         self.spec = tuple(spec.split("."))
         self.status = tuple(status.split("."))
         self.selector = tuple(selector.split(".")) if selector else None
+        self.workload = workload
 
     def read(self, obj, path):
         for part in path:
@@ -71,7 +74,7 @@ class ScalePaths:
         obj[self.spec[-1]] = value
 
 
-WORKLOADS = ScalePaths()
+WORKLOADS = ScalePaths(workload=True)
 
 
 def to_scale(parent, paths=WORKLOADS):
@@ -82,8 +85,10 @@ def to_scale(parent, paths=WORKLOADS):
     replicas = paths.read(parent, paths.spec)
     status_replicas = paths.read(parent, paths.status)
     scale_status = {"replicas": status_replicas if isinstance(status_replicas, int) else 0}
-    if paths.selector is None:
+    if paths.workload:
         selector = selector_text(parent)
+    elif paths.selector is None:
+        selector = ""
     else:
         selector = paths.read(parent, paths.selector)
         selector = selector if isinstance(selector, str) else ""

@@ -38,6 +38,7 @@ from orchd.api.errors import StatusError
 from orchd.api.meta import rfc3339
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.registry.binding import set_pod_condition
+from orchd.scheduler import metrics as schedmetrics
 from orchd.scheduler.binder import NAME as BINDER_NAME
 from orchd.scheduler.binder import DefaultBinder, scheduler_context
 from orchd.scheduler.cache import NodeSpec, SchedulerCache
@@ -51,6 +52,7 @@ from orchd.scheduler.queue import IN_FLIGHT, SchedulingQueue
 from orchd.scheduler.selectorspread import SelectorSpread
 from orchd.scheduler.tainttoleration import TaintToleration
 from orchd.scheduler.volumebinding import NAME as VOLUME_BINDING
+from orchd.scheduler.metrics import SCHEDULER
 from orchd.scheduler.volumebinding import VolumeBinding, VolumeBindingError, VolumeCache
 from orchd.storage.informer import Informer, start_all, stop_all
 from orchd.storage.interfaces import DELETED
@@ -101,8 +103,10 @@ class Scheduler(Service):
 
     def __init__(self, catalog, clock, binder=None, recorder=None, framework=None,
                  scheduler_name=DEFAULT_SCHEDULER, max_in_flight=MAX_IN_FLIGHT,
-                 per_turn=PER_TURN, turn_seconds=TURN_SECONDS, timer=time.perf_counter):
+                 per_turn=PER_TURN, turn_seconds=TURN_SECONDS, timer=time.perf_counter,
+                 metrics=SCHEDULER):
         self._clock = clock
+        self._metrics = metrics
         self._scheduler_name = scheduler_name
         self._max_in_flight = max_in_flight
         self._per_turn = per_turn
@@ -237,22 +241,28 @@ class Scheduler(Service):
         if pod is None:
             self.queue.done(key)
             return
+        began = self._clock.seconds()
         try:
             node = self.framework.schedule(pod, self.cache)
         except (FitError, NoNodesAvailable) as rejected:
+            self._attempted(schedmetrics.UNSCHEDULABLE, began)
             self.queue.unschedulable(key, cycle)
             self._failed(pod, UNSCHEDULABLE, rejected.message)
             return
         except Exception:
+            self._attempted(schedmetrics.ERROR, began)
             self.log.failure("Scheduling {key} failed", key=key)
             self.queue.retry(key)
             return
         self.cache.assume(pod, node.name)
         self._in_flight += 1
-        Deferred.fromCoroutine(self._bind(pod, node)).addErrback(
+        Deferred.fromCoroutine(self._bind(pod, node, began)).addErrback(
             lambda f: self.log.failure("Binding {key} failed", f, key=key))
 
-    async def _bind(self, pod, node):
+    def _attempted(self, result, began):
+        self._metrics.attempt(result, self._scheduler_name, self._clock.seconds() - began)
+
+    async def _bind(self, pod, node, began):
         key, node_name = pod.key, node.name
         try:
             if pod.claims and self.volumes is not None:
@@ -266,6 +276,7 @@ class Scheduler(Service):
             if isinstance(e, VolumeBindingError):
                 self.log.info("Binding the volumes of {key} on {node} failed: {why}", key=key,
                               node=node_name, why=str(e))
+                self._attempted(schedmetrics.ERROR, began)
                 self.queue.retry(key)
                 self._failed(pod, SCHEDULER_ERROR,
                              f'running PreBind plugin "{VOLUME_BINDING}": {e}')
@@ -277,9 +288,11 @@ class Scheduler(Service):
             else:
                 why = str(e) or e.__class__.__name__
                 self.log.failure("Binding {key} to {node} failed", key=key, node=node_name)
+            self._attempted(schedmetrics.ERROR, began)
             self.queue.retry(key)
             self._failed(pod, SCHEDULER_ERROR, f'running Bind plugin "{BINDER_NAME}": {why}')
         else:
+            self._attempted(schedmetrics.SCHEDULED, began)
             self.queue.done(key)
             self._recorder.record(pod.reference(), NORMAL, "Scheduled",
                                   f"Successfully assigned {key} to {node_name}")

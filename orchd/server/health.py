@@ -117,6 +117,8 @@ class Health:
         self._checks = []
         self._sources = []
         self.shutting_down = False
+        #: The L{orchd.server.healthmetrics.HealthMetrics} results are counted in, if any.
+        self.metrics = None
         self.add(HealthCheck("ping", lambda: None))
         self.add(HealthCheck("shutdown", self._check_shutdown, endpoints=("readyz",)))
 
@@ -150,6 +152,12 @@ class Health:
 
     async def _run(self, endpoint, check):
         """@return: None when healthy, else the failure's text."""
+        error = await self._outcome(endpoint, check)
+        if self.metrics is not None:
+            self.metrics.record(endpoint, check.name, error is None)
+        return error
+
+    async def _outcome(self, endpoint, check):
         if (endpoint == "livez" and check.name.startswith("poststarthook/")
                 and self._clock.seconds() - self._started < self._grace):
             return None

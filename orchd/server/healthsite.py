@@ -8,7 +8,9 @@ anyone read them (C{--authorization-always-allow-paths}), so they are
 answered here without authentication, by the same L{Health} machinery as
 the API server's, under the same connection and request bounds
 (L{orchd.server.channel.BoundedSite}); every other path is upstream's
-plain C{404 page not found}, until the port serves metrics.
+plain C{404 page not found}. With a registry the port also serves the
+component's own C{/metrics} (and C{/metrics/slis}: its health checks), as
+upstream's components do on these ports.
 """
 
 from twisted.internet.defer import Deferred
@@ -19,6 +21,8 @@ from twisted.web.server import NOT_DONE_YET
 from orchd.api.query import parse_query
 from orchd.server.channel import BoundedSite
 from orchd.server.health import ENDPOINTS
+from orchd.server.healthmetrics import HealthMetrics
+from orchd.server.metricsendpoint import serve_metrics
 from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.response import write_text
 
@@ -26,14 +30,22 @@ NOT_FOUND = "404 page not found\n"
 
 
 class HealthResource(Resource):
-    """Every path of a health listener: the health endpoints, or 404."""
+    """
+    Every path of a health listener: the health endpoints, C{/metrics} when
+    given a C{registry} (an L{orchd.api.metrics.Registry}), or 404.
+    """
 
     isLeaf = True
     log = Logger()
 
-    def __init__(self, health):
+    def __init__(self, health, registry=None):
         super().__init__()
         self.health = health
+        self.registry = registry
+        self.slis = None
+        if registry is not None:
+            health.metrics = HealthMetrics()
+            self.slis = health.metrics.registry
 
     def render(self, request):
         work = Deferred.fromCoroutine(self._serve(request))
@@ -47,7 +59,8 @@ class HealthResource(Resource):
         segments = [s for s in request.path.decode("latin-1").split("/") if s]
         if segments and segments[0] in ENDPOINTS:
             await self.health.serve(request, segments[0], "/".join(segments[1:]))
-        else:
+        elif not (segments and segments[0] == "metrics" and self.registry is not None
+                  and serve_metrics(request, segments[1:], self.registry, self.slis)):
             write_text(request, 404, NOT_FOUND)
 
     def _failed(self, failure, request):
@@ -64,13 +77,14 @@ class HealthSite(BoundedSite):
         pass
 
 
-def listen_health(reactor, port, interface, tls_options, health):
+def listen_health(reactor, port, interface, tls_options, health, registry=None):
     """
-    Listen with TLS on C{interface}:C{port} and serve C{health} there.
+    Listen with TLS on C{interface}:C{port} and serve C{health} there (and
+    C{registry}'s metrics, if any).
 
     @return: the listening port.
     @raise twisted.internet.error.CannotListenError: when the port is taken.
     """
-    site = HealthSite(HealthResource(health), reactor=reactor)
+    site = HealthSite(HealthResource(health, registry), reactor=reactor)
     return reactor.listenSSL(port, site, tls_options, backlog=LISTEN_BACKLOG,
                              interface=interface)

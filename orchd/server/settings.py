@@ -18,9 +18,11 @@ class ServerSettings:
         C{orch.io} names, discovery and OpenAPI list the renamed groups in
         their upstream (C{k8s.io}) spelling, and what is sent to tools that
         expect upstream names (an C{AdmissionReview}) uses that spelling.
+    @ivar metrics: the L{orchd.server.requestmetrics.APIServerMetrics}, or
+        None when nothing is counted (the API server sets it).
     """
 
-    __slots__ = ("min_request_timeout", "features", "offload", "upstream_group_names")
+    __slots__ = ("min_request_timeout", "features", "offload", "upstream_group_names", "metrics")
 
     def __init__(self, min_request_timeout=1800, features=None, offload=maybeDeferred,
                  upstream_group_names=False):
@@ -28,3 +30,4 @@ class ServerSettings:
         self.features = features or FeatureGates.defaults()
         self.offload = offload
         self.upstream_group_names = upstream_group_names
+        self.metrics = None

@@ -29,6 +29,7 @@ from orchd.server.filters.limits import InflightLimiter
 from orchd.server.handlers import VERB_HANDLERS
 from orchd.server.handlers.scope import RequestScope
 from orchd.server.health import ENDPOINTS
+from orchd.server.metricsendpoint import serve_metrics
 from orchd.server.requestinfo import parse_request_info
 from orchd.server.settings import ServerSettings
 
@@ -79,13 +80,16 @@ class APIServer(Resource):
     @param streams: the L{orchd.server.proxy.StreamForwarder} that serves
         streamed subresources (C{nodes/proxy}, C{pods/log}); without one
         they are not served.
+    @param metrics: the L{orchd.server.requestmetrics.APIServerMetrics} that
+        counts requests and that C{/metrics} exposes; without them nothing
+        is counted and C{/metrics} is not served.
     """
 
     isLeaf = True
     log = Logger()
 
     def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None,
-                 settings=None, streams=None):
+                 settings=None, streams=None, metrics=None):
         super().__init__()
         self.settings = settings or ServerSettings()
         self.catalog = catalog
@@ -96,20 +100,39 @@ class APIServer(Resource):
         self.discovery = discovery
         self.limiter = limiter or InflightLimiter()
         self.streams = streams
+        self.metrics = self.settings.metrics = metrics
+        if metrics is not None:
+            metrics.follow_server(catalog, self.limiter, health)
 
     def render(self, request):
-        d = Deferred.fromCoroutine(self._serve(request))
+        metrics = self.metrics
+        if metrics is None:
+            d = Deferred.fromCoroutine(self._serve(request, None))
+            d.addErrback(render_failure, request)
+            return NOT_DONE_YET
+        timing = metrics.begin()
+        d = Deferred.fromCoroutine(self._serve(request, timing))
         d.addErrback(render_failure, request)
+        d.addBoth(metrics.served, request, timing)
         return NOT_DONE_YET
 
-    async def _serve(self, request):
+    async def _serve(self, request, timing):
         _read_query(request)
         raw = request.path
         path = unquote(raw.decode("utf-8", "replace")) if b"%" in raw else raw.decode("latin-1")
         info = parse_request_info(request.method, path, request.args)
+        if timing is not None:
+            found = (self.catalog.lookup(info.api_group, info.api_version, info.resource)
+                     if info.is_resource_request else None)
+            self.metrics.classify(timing, request, info, found[0] if found else None)
         user = await self.authenticator.authenticate(request)
         user = await self.impersonation.apply(request, user)
-        slot = self.limiter.acquire(info)
+        try:
+            slot = self.limiter.acquire(info)
+        except StatusError as e:
+            if timing is not None:
+                self.metrics.terminated(timing, e.code)
+            raise
         try:
             await self.authorization.check(user, info)
             if info.is_resource_request:
@@ -162,6 +185,10 @@ class APIServer(Resource):
         if segments and segments[0] in ENDPOINTS:
             await self.health.serve(request, segments[0], "/".join(segments[1:]))
             return
+        if segments and segments[0] == "metrics" and self.metrics is not None:
+            if serve_metrics(request, segments[1:], self.metrics.registry,
+                             self.metrics.slis):
+                return
         if not await self.discovery.serve(request, segments):
             raise StatusError(404, "NotFound", _NOT_FOUND)
 

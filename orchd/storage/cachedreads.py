@@ -47,6 +47,18 @@ class CachedReads:
             return self._store.list(prefix)
         return cache.following().addCallback(_listing, prefix)
 
+    def get(self, key):
+        """
+        The L{KeyValue} of C{key}, or None: from its cache when the cache
+        has it, else from the store (the cache may not have seen what
+        another API server just wrote, nor be following yet).
+        """
+        cache = self._cache_for(key)
+        kv = cache.get(key) if cache is not None else None
+        if kv is not None:
+            return succeed(kv)
+        return self._store.get(key)
+
     def watch(self, prefix, after_revision, on_events, on_error):
         """Changes under C{prefix} after C{after_revision}; see L{WatchCache.subscribe}."""
         cache = self._cache_for(prefix)

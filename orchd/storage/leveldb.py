@@ -179,6 +179,8 @@ class LevelDBStore(RevisionedStore):
         self._close_waiters = []
         self._path = path
         self.batches_written = 0
+        #: Where each batch's write count is observed (a histogram child), if anywhere.
+        self.batch_sizes = None
         # The reactor's own pool serves others; a dedicated single thread
         # keeps batches in revision order and never waits behind them.
         self._pool = ThreadPool(1, 1, "orchd-leveldb-writer")
@@ -328,6 +330,8 @@ class LevelDBStore(RevisionedStore):
 
     def _written(self, _, writes):
         self.batches_written += 1
+        if self.batch_sizes is not None:
+            self.batch_sizes.observe(len(writes))
         self._committed = committed = writes[-1].change.revision
         overlay = self._overlay
         for pending in writes:

@@ -200,10 +200,11 @@ class CacheWatcher:
         if self._pending_snapshot is not None:
             self._fill_from_snapshot()
         if self.queue:
+            frames = len(self.queue)
             data = b"".join(self.queue)
             self.queue.clear()
             self.queued_bytes = sum(len(frame) for frame in self.later) if self.later else 0
-            self.sink.write(data)
+            self.sink.write(data, frames)
         if self._pending_snapshot is not None and not self.paused:
             self.cache.schedule_flush(self)
 

@@ -111,6 +111,30 @@ class ComponentsTests(SynchronousTestCase):
     def failures(self, health, endpoint="healthz"):
         return [name for name, _ in run(health.failures(endpoint))]
 
+    def test_leader_election_metric(self):
+        """Both ports report leader_election_master_status for the Lease; the controller
+        manager's includes the work queues and the scheduler's its attempts."""
+        elector = self.elected.elector
+        elector.leading = True
+        for registry in (self.components.scheduler_registry,
+                         self.components.controller_manager_registry):
+            text = registry.expose().decode()
+            self.assertIn(f'leader_election_master_status{{name="{elector.name}"}} 1\n', text)
+            self.assertIn("process_cpu_seconds_total", text)
+        self.assertIn("# TYPE workqueue_depth gauge",
+                      self.components.controller_manager_registry.expose().decode())
+        self.assertIn("# TYPE scheduler_schedule_attempts_total counter",
+                      self.components.scheduler_registry.expose().decode())
+        elector.leading = False
+        self.assertIn(f'leader_election_master_status{{name="{elector.name}"}} 0\n',
+                      self.components.scheduler_registry.expose().decode())
+
+    def test_no_registries_without_metrics(self):
+        """With metrics off the ports serve no /metrics."""
+        components = Components(self.clock, metrics=False)
+        self.assertIsNone(components.scheduler_registry)
+        self.assertIsNone(components.controller_manager_registry)
+
     def test_checks_without_a_set(self):
         """A follower reports ping and leaderElection, and no controller."""
         self.assertEqual(self.names(self.components.controller_manager_health, "healthz"),

@@ -103,7 +103,8 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "authentication-token-webhook",
                                          "orchlet-anonymous-auth",
                                          "orchlet-authentication-token-webhook",
-                                         "leader-elect", "upstream-group-names"})
+                                         "leader-elect", "enable-metrics",
+                                         "upstream-group-names"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""

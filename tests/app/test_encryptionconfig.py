@@ -56,6 +56,22 @@ class ParsingTests(SynchronousTestCase):
         self.assertIsNone(config.transformer_for("/registry/ranges/serviceips"))
         self.assertIsNone(config.transformer_for("/registry/nothing"))
 
+    def test_custom_resources(self):
+        """Custom resources, unknown at start, take the rule naming them, their group's, or *.*."""
+        config = parse_encryption_config(document(
+            rule(["widgets.example.com"], aes("aesgcm", ("w", KEY32))),
+            rule(["*.other.io"], aes("aescbc", ("o", KEY32))),
+            rule(["*.*"], aes("secretbox", ("all", KEY32)))))
+
+        def prefix_written(key):
+            return config.transformer_for(key).to_storage(VALUE, key).split(b":")[2:5]
+
+        self.assertEqual(prefix_written("/registry/example.com/widgets/ns/w"),
+                         [b"aesgcm", b"v1", b"w"])
+        self.assertEqual(prefix_written("/registry/other.io/gadgets/g"), [b"aescbc", b"v1", b"o"])
+        self.assertEqual(prefix_written("/registry/example.com/gizmos/ns/g"),
+                         [b"secretbox", b"v1", b"all"])
+
     def test_unlisted_resources_stay_plaintext(self):
         """A resource no rule covers is written as it is and refuses encrypted values."""
         config = parse_encryption_config(document(rule(["secrets"], aes())))

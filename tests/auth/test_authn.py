@@ -102,6 +102,23 @@ class X509Tests(SynchronousTestCase):
         request.transport.peer = None
         self.assertEqual(X509Authenticator(clock).authenticate(request).name, "bob")
 
+    def test_certificate_lifetime_observed_per_request(self):
+        """Each authenticated request reports the certificate's end, read once per connection."""
+        clock = Clock()
+        clock.advance(x509.load_pem_x509_certificate(
+            self.issue("x", [])).not_valid_before_utc.timestamp() + 10)
+        pem = self.issue("bob", [])
+        request = FakeRequest(pem)
+        seen = []
+        authenticator = X509Authenticator(clock, observe_expiry=seen.append)
+        authenticator.authenticate(request)
+        request.transport.peer = None            # a second request reads the channel's cache
+        authenticator.authenticate(request)
+        end = x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
+        self.assertEqual(seen, [end, end])
+        self.assertIsNone(X509Authenticator(clock, seen.append).authenticate(FakeRequest(None)))
+        self.assertEqual(len(seen), 2)
+
     def test_no_certificate(self):
         """Without a certificate the authenticator has no opinion."""
         self.assertIsNone(X509Authenticator(Clock()).authenticate(FakeRequest(None)))

@@ -62,3 +62,60 @@ class WorkQueueTests(SynchronousTestCase):
         first.callback(None)
         self.assertEqual(len(done), 20_001)
         self.assertEqual(self.flushLoggedErrors(), [])
+
+
+class WorkQueueMetricsTests(SynchronousTestCase):
+    def setUp(self):
+        from orchd.controllers.queuemetrics import WorkQueueMetrics
+        self.clock = Clock()
+        self.pending = []
+        self.metrics = WorkQueueMetrics()
+        self.queue = WorkQueue(self.work, self.clock, base_delay=1.0, concurrency=1,
+                               metrics=self.metrics.for_queue("deployment", self.clock))
+
+    async def work(self, key):
+        d = Deferred()
+        self.pending.append(d)
+        await d
+
+    def value(self, family):
+        return self.metrics.registry.get(family).value("deployment")
+
+    def test_adds_depth_and_durations(self):
+        """Adds, depth, time waiting and time worked, as client-go's workqueue reports them."""
+        self.queue.add("a")          # taken at once
+        self.queue.add("b")          # waits behind a (one worker)
+        self.queue.add("b")          # already waiting: not another add
+        self.assertEqual((self.value("workqueue_adds_total"), self.value("workqueue_depth")),
+                         (2, 1))
+        self.clock.advance(2)
+        scrape = self.metrics.registry.expose().decode()
+        self.assertIn('workqueue_unfinished_work_seconds{name="deployment"} 2\n', scrape)
+        self.assertIn('workqueue_longest_running_processor_seconds{name="deployment"} 2\n',
+                      scrape)
+        self.queue.add("a")          # asked for again while worked on: counted, waits
+        self.assertEqual(self.value("workqueue_depth"), 2)
+        self.pending.pop().callback(None)
+        work = self.metrics.work.child("deployment")
+        waits = self.metrics.latency.child("deployment")
+        self.assertEqual((work.count, work.sum), (1, 2.0))
+        self.assertEqual((waits.count, waits.sum), (2, 2.0))
+        self.assertEqual(self.value("workqueue_depth"), 1)
+        self.pending.pop().callback(None)
+        self.pending.pop().callback(None)
+        self.assertEqual((self.value("workqueue_adds_total"), self.value("workqueue_depth")),
+                         (3, 0))
+
+    def test_retries(self):
+        """A failed key counts a retry."""
+        self.queue.add("k")
+        self.pending.pop().errback(RuntimeError("boom"))
+        self.flushLoggedErrors(RuntimeError)
+        self.assertEqual(self.value("workqueue_retries_total"), 1)
+
+    def test_stop_empties_depth(self):
+        """A stopped queue reports nothing waiting."""
+        self.queue.add("a")
+        self.queue.add("b")
+        self.queue.stop()
+        self.assertEqual(self.value("workqueue_depth"), 0)

@@ -73,13 +73,16 @@ def _kinds():
          {"webhooks": [webhook]}),
         ("AdmissionregistrationV1Api", "validating_webhook_configuration", False,
          {"webhooks": [{k: v for k, v in webhook.items()}]}),
-        ("ApiextensionsV1Api", "custom_resource_definition", False, {"spec": {
-            "group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                      "listKind": "WidgetList"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-                "openAPIV3Schema": {"type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True}}}]}}),
+        # A definition's name is <plural>.<group>.
+        ("ApiextensionsV1Api", "custom_resource_definition", False, {
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                          "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                    "openAPIV3Schema": {"type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True}}}]}}),
         ("ApiregistrationV1Api", "api_service", False, {"spec": {
             "group": "example.com", "version": "v1alpha1", "groupPriorityMinimum": 100,
             "versionPriority": 10}}),
@@ -167,7 +170,7 @@ class PythonClientKindsTests(TestCase):
     def cycle(self, api_name, snake, namespaced, body):
         """Create, read, list and delete one object; returns what went wrong, or None."""
         api = self.api(api_name)
-        name = f"client-{snake.replace('_', '-')}"
+        name = (body.get("metadata") or {}).get("name") or f"client-{snake.replace('_', '-')}"
         body = dict(body, metadata={"name": name, "labels": {"test": "client"}})
         scope = "namespaced_" if namespaced else ""
         where = {"namespace": NS} if namespaced else {}

@@ -123,11 +123,20 @@ class SchedulerTests(TestCase):
         return response.code, (await response.content()).decode()
 
     async def test_health_ports(self):
-        """Both components' health ports answer anyone over TLS; other paths are 404."""
+        """Both components' health ports answer anyone over TLS, /metrics too; other paths
+        are 404."""
+        from prometheus_client.parser import text_string_to_metric_families
+        own = {self.scheduler_port: "scheduler_schedule_attempts",
+               self.manager_port: "workqueue_adds"}
         for port in (self.scheduler_port, self.manager_port):
             for path in ("/healthz", "/livez", "/readyz"):
                 self.assertEqual(await self.get(port, path), (200, "ok"), (port, path))
-            self.assertEqual(await self.get(port, "/metrics"), (404, "404 page not found\n"))
+            code, text = await self.get(port, "/metrics")
+            self.assertEqual(code, 200)
+            names = {f.name for f in text_string_to_metric_families(text)}
+            self.assertIn("leader_election_master_status", names)
+            self.assertIn(own[port], names)
+            self.assertEqual(await self.get(port, "/nothing"), (404, "404 page not found\n"))
         code, body = await self.get(self.scheduler_port, "/readyz?verbose")
         self.assertIn("[+]sched-handler-sync ok", body)
         self.assertIn("[+]leaderElection ok", body)

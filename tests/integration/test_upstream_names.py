@@ -1,6 +1,7 @@
 """
 kubectl against a running server with C{--upstream-group-names}: unmodified
-upstream manifests and upstream group names resolve through discovery.
+upstream manifests and upstream group names resolve through discovery; and
+admission webhooks are sent their reviews in the upstream spelling.
 """
 
 import os
@@ -9,6 +10,9 @@ from twisted.internet import utils
 from twisted.trial.unittest import SkipTest, TestCase
 
 from tests.integration.support import RunningControlPlane, kubectl
+from tests.integration.test_admission_webhooks import (
+    configmap, configuration, hook, serve_webhook,
+)
 
 #: An upstream CustomResourceDefinition manifest, as charts and operators ship it.
 CRD_MANIFEST = """\
@@ -169,3 +173,28 @@ class DefaultTests(KubectlBase):
         self.assertNotEqual(code, 0)
         self.assertIn('no matches for kind "CustomResourceDefinition" in version '
                       '"apiextensions.k8s.io/v1"', err)
+
+
+class AdmissionReviewTests(TestCase):
+    """With the flag, webhooks are sent their AdmissionReview as admission.k8s.io."""
+
+    timeout = 60
+
+    async def test_review_in_upstream_spelling(self):
+        """A webhook configured by its upstream group name is sent admission.k8s.io/v1."""
+        plane = await RunningControlPlane(self, upstream_group_names=True).start()
+        webhook, port, bundle = serve_webhook(self)
+        webhook.handlers["/check"] = lambda request: {}
+        config = configuration("ValidatingWebhookConfiguration", "check", [hook(
+            "check.example.com", {"url": f"https://127.0.0.1:{port}/check", "caBundle": bundle})])
+        config["apiVersion"] = "admissionregistration.k8s.io/v1"
+        code, body = await plane.call(
+            "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            config)
+        self.assertEqual(code, 201, body)
+        code, body = await plane.call("POST", "/api/v1/namespaces/default/configmaps",
+                                      configmap("checked"))
+        self.assertEqual(code, 201, body)
+        [(_, review)] = webhook.reviews
+        self.assertEqual((review["apiVersion"], review["request"]["name"]),
+                         ("admission.k8s.io/v1", "checked"))

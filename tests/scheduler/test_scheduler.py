@@ -259,3 +259,18 @@ class SchedulerTests(SynchronousTestCase):
         self.add_pod("late")
         self.settle(30)
         self.assertIsNone(self.node_of("late"))
+
+    def test_attempts_by_result(self):
+        """Scheduled and unschedulable attempts are counted and timed by result and profile."""
+        from orchd.scheduler.metrics import SchedulerMetrics
+        metrics = SchedulerMetrics()
+        self.add_node("n1", cpu="1")
+        self.start(metrics=metrics)
+        self.add_pod("fits", cpu="1")
+        self.add_pod("big", cpu="2")
+        self.settle()
+        self.assertEqual(metrics.attempts.value("scheduled", "default-scheduler"), 1)
+        self.assertGreaterEqual(metrics.attempts.value("unschedulable", "default-scheduler"), 1)
+        self.assertEqual(metrics.duration.child("scheduled", "default-scheduler").count, 1)
+        self.assertIn(b'scheduler_schedule_attempts_total{result="scheduled",'
+                      b'profile="default-scheduler"} 1\n', metrics.registry.expose())

@@ -86,3 +86,35 @@ class HealthSiteTests(SynchronousTestCase):
         site = HealthSite(HealthResource(Health(Clock())))
         self.assertIsInstance(site, BoundedSite)
         self.assertIsNone(site.log(object()))
+
+
+class ComponentMetricsTests(SynchronousTestCase):
+    def test_metrics_served_with_a_registry(self):
+        """With a registry the port serves /metrics, and /metrics/slis counts its checks."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        from orchd.api.metrics import Registry
+        registry = Registry()
+        registry.counter("scheduler_schedule_attempts_total", "A.", ("result",)).inc(("ok",))
+        health = Health(Clock())
+        stub = StubTreq(HealthResource(health, registry))
+
+        def get(path):
+            response = result(stub.get("https://scheduler" + path))
+            return response.code, result(stub.content(response)).decode()
+        code, text = get("/metrics")
+        self.assertEqual(code, 200)
+        names = [f.name for f in text_string_to_metric_families(text)]
+        self.assertEqual(names, ["scheduler_schedule_attempts"])
+        self.assertEqual(get("/healthz"), (200, "ok"))
+        code, text = get("/metrics/slis")
+        self.assertIn('kubernetes_healthchecks_total{name="ping",status="success",type="healthz"}'
+                      ' 1\n', text)
+        self.assertIn('kubernetes_healthcheck{name="ping",type="healthz"} 1\n', text)
+        self.assertEqual(get("/metrics/other")[0], 404)
+
+    def test_no_metrics_without_a_registry(self):
+        """Without a registry /metrics is upstream's plain 404."""
+        stub = StubTreq(HealthResource(Health(Clock())))
+        response = result(stub.get("https://scheduler/metrics"))
+        self.assertEqual(response.code, 404)

@@ -61,3 +61,19 @@ class LimiterTests(SynchronousTestCase):
         limiter.release(held)
         self.assertEqual(api.call("GET", CM)[0], 200)
         self.assertEqual(api.call("GET", CM)[0], 200)
+
+
+class PeakTests(SynchronousTestCase):
+    def test_peak_over_the_last_second(self):
+        """The peak remembers the most requests in flight in the last second, then lets go."""
+        now = [100.0]
+        limiter = InflightLimiter(max_reads=10, max_writes=10, now=lambda: now[0])
+        read = parse_request_info(b"GET", "/api/v1/nodes", {})
+        slots = [limiter.acquire(read) for _ in range(3)]
+        for slot in slots:
+            limiter.release(slot)
+        self.assertEqual((limiter.peak("read"), limiter.peak("write")), (3, 0))
+        now[0] += 1.5
+        self.assertEqual(limiter.peak("read"), 3)
+        now[0] += 2.5
+        self.assertEqual(limiter.peak("read"), 0)

@@ -113,6 +113,20 @@ class LevelDBStoreTests(TestCase):
         self.assertLessEqual(self.store.batches_written, 3)
         self.assertEqual(await self.store.count(CM), 100)
 
+    async def test_batch_sizes_observed(self):
+        """Each group commit's write count lands in the batch-size histogram."""
+        from orchd.api.metrics import Histogram
+        sizes = Histogram("batch", "Batch.", (), (1, 2, 4, 8, 16, 32, 64, 128))
+        self.store.batch_sizes = sizes.labels()
+        await self.store.create(CM + "lone", b"")
+        writes = [self.store.create(CM + "%03d" % n, b"x") for n in range(50)]
+        await defer.gatherResults(writes)
+        child = sizes.child()
+        self.assertEqual(child.count, self.store.batches_written)
+        self.assertEqual(child.sum, 51)
+        self.assertGreaterEqual(child.counts[0], 1)          # the lone write: a batch of one
+        self.assertLess(child.count, 51)                    # the fifty shared batches
+
     async def test_batches_are_written_off_the_reactor_thread(self):
         """The synced write happens in the store's writer thread, not the reactor's."""
         gate = Gate(self.store)

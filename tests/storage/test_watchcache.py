@@ -52,7 +52,7 @@ class Sink:
         self.data = b""
         self.ended = None
 
-    def write(self, data):
+    def write(self, data, frames=1):
         self.data += data
 
     def finish(self):

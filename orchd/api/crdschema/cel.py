@@ -106,6 +106,11 @@ def _split(text, separator, limit=None):
     limit = -1 if limit is None else int(limit)
     if limit == 0:
         return celtypes.ListType([])
+    if separator == "":
+        parts = list(text)
+        if limit > 0 and len(parts) > limit:
+            parts = parts[:limit - 1] + ["".join(parts[limit - 1:])]
+        return celtypes.ListType([celtypes.StringType(p) for p in parts])
     parts = text.split(separator, limit - 1) if limit > 0 else text.split(separator)
     return celtypes.ListType([celtypes.StringType(p) for p in parts])
 
@@ -167,6 +172,18 @@ EXTENSIONS = {
     "min": _extreme(min),
     "max": _extreme(max),
 }
+
+def _guarded(name, function):
+    """An extension whose Python failures become CEL evaluation errors naming it."""
+    def guarded(*args):
+        try:
+            return function(*args)
+        except Exception as failure:  # wrong argument types or counts from a rule
+            return _fail(f"{name}: {failure}")
+    return guarded
+
+
+EXTENSIONS = {name: _guarded(name, function) for name, function in EXTENSIONS.items()}
 
 _ENV = celpy.Environment()
 _KNOWN_FUNCTIONS = (frozenset(celpy.evaluation.base_functions) | frozenset(EXTENSIONS)
@@ -259,11 +276,14 @@ def compile_expression(text):
     return program, "oldSelf" in identifiers
 
 
-def check_rules(schema, rules, path):
+def check_rules(schema, rules, path, uncorrelatable=None):
     """
     The field errors of one C{x-kubernetes-validations} list at schema C{path}.
 
     Each refusal names the rule and what in it is unsupported.
+
+    @param uncorrelatable: the schema path of the list items above C{path}
+        whose old values cannot be found (transition rules are refused there).
     """
     errors = []
     if not isinstance(rules, list):
@@ -282,6 +302,10 @@ def check_rules(schema, rules, path):
         except RuleError as failure:
             errors.append(FieldError.invalid(f"{where}.rule", text, f"{failure} (rule: {text})"))
             continue
+        if transition and uncorrelatable is not None:
+            errors.append(FieldError.invalid(
+                f"{where}.rule", text,
+                f"oldSelf cannot be used on the uncorrelatable portion of the schema within {uncorrelatable}"))
         if rule.get("optionalOldSelf") is True:
             errors.append(FieldError.invalid(
                 f"{where}.optionalOldSelf", True,
@@ -334,8 +358,8 @@ def _resolve(schema, field_path):
             return None
         if not name or not isinstance(node, dict):
             return None
-        properties = node.get("properties") or {}
-        if name in properties:
+        properties = node.get("properties")
+        if isinstance(properties, dict) and name in properties:
             node = properties[name]
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]
@@ -394,20 +418,20 @@ class Rule:
         """The field error of this rule on C{value}, or None when it holds (or does not apply)."""
         if self.transition and old is _MISSING:
             return None
-        activation = {"self": celpy.json_to_cel(value)}
-        if self.transition:
-            activation["oldSelf"] = celpy.json_to_cel(old)
         try:
+            activation = {"self": to_cel(value, node)}
+            if self.transition:
+                activation["oldSelf"] = to_cel(old, node)
             result = self.program.evaluate(activation)
         except CELEvalError as failure:
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{_eval_text(failure)} evaluating rule: {self.text}")
+                                      f"{_eval_text(failure)} evaluating rule: {self._rule_text()}")
         except Exception as failure:  # a bug in an extension or in celpy: still a 422
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{failure} evaluating rule: {self.text}")
+                                      f"{failure} evaluating rule: {self._rule_text()}")
         if isinstance(result, CELEvalError):
             return FieldError.invalid(_where(path, self.field_path), node.type or "",
-                                      f"{_eval_text(result)} evaluating rule: {self.text}")
+                                      f"{_eval_text(result)} evaluating rule: {self._rule_text()}")
         if result is True or (isinstance(result, celtypes.BoolType) and bool(result)):
             return None
         if not isinstance(result, (bool, celtypes.BoolType)):
@@ -423,6 +447,10 @@ class Rule:
             return FieldError.duplicate(where, node.type or "")
         return FieldError.invalid(where, node.type or "", detail)
 
+    def _rule_text(self):
+        """Upstream's ruleErrorString: the message when there is one, else the rule."""
+        return (self.message or self.text).strip()
+
     def _message(self, activation):
         if self.message_program is not None:
             try:
@@ -434,6 +462,64 @@ class Rule:
         if self.message:
             return self.message
         return f"failed rule: {self.text.strip()}"
+
+
+#: CEL's reserved words: a property so named is C{__name__} in rules.
+_RESERVED = frozenset((
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+    "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"))
+_ESCAPES = {}
+
+
+def escape(name):
+    """
+    A property name as rules spell it (upstream's escaping): C{__} is
+    C{__underscores__}, C{.} C{__dot__}, C{-} C{__dash__}, C{/} C{__slash__},
+    and a reserved word C{w} is C{__w__}.
+    """
+    escaped = _ESCAPES.get(name)
+    if escaped is None:
+        if name in _RESERVED:
+            escaped = f"__{name}__"
+        else:
+            escaped = (name.replace("__", "__underscores__").replace(".", "__dot__")
+                       .replace("-", "__dash__").replace("/", "__slash__"))
+        if len(_ESCAPES) < 10000:
+            _ESCAPES[name] = escaped
+    return escaped
+
+
+def to_cel(value, node):
+    """
+    C{value} as a CEL value, with its schema's property names escaped as
+    rules spell them (map keys from additionalProperties stay as they are).
+    """
+    kind = type(value)
+    if kind is dict:
+        properties = node.properties if node is not None else None
+        out = {}
+        for name, item in value.items():
+            sub = None
+            key = name
+            if properties is not None and name in properties:
+                sub = properties[name]
+                key = escape(name)
+            elif node is not None:
+                sub = node.additional
+            out[celtypes.StringType(key)] = to_cel(item, sub)
+        return celtypes.MapType(out)
+    if kind is list:
+        items = node.items if node is not None else None
+        return celtypes.ListType([to_cel(item, items) for item in value])
+    if kind is str:
+        return celtypes.StringType(value)
+    if kind is bool:
+        return celtypes.BoolType(value)
+    if kind is int:
+        return celtypes.IntType(value)
+    if kind is float:
+        return celtypes.DoubleType(value)
+    return None
 
 
 def _where(path, suffix):

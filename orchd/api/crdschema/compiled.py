@@ -60,7 +60,7 @@ class Node:
         "min_properties", "max_properties", "format", "format_check", "int_or_string",
         "preserve", "embedded", "default", "all_of", "any_of", "one_of", "not_",
         "rules", "list_type", "list_map_keys", "map_type",
-        "has_defaults", "has_rules", "needs_prune", "has_value_checks",
+        "has_defaults", "has_rules", "needs_prune", "has_value_checks", "descends",
     )
 
     def __init__(self, schema, rules_compiler=None):
@@ -120,6 +120,7 @@ class Node:
         if self.properties:
             below.extend(self.properties.values())
         self.has_defaults = any(n.default is not _MISSING or n.has_defaults for n in below)
+        self.descends = bool(self.properties or self.additional is not None or self.items is not None)
         self.has_rules = bool(self.rules) or any(n.has_rules for n in below)
         self.needs_prune = (self.properties is not None or self.embedded or any(
             n.needs_prune for n in below) or (self.type == "object" and not self.preserve
@@ -137,38 +138,49 @@ class Node:
     # -- defaulting ---------------------------------------------------------
 
     def apply_defaults(self, value):
-        """Upstream's C{Default}: fill absent (or non-nullable null) fields, then descend."""
+        """
+        Upstream's C{Default}: fill absent (or non-nullable null) fields, then
+        descend; and, as its C{PruneNonNullableNullsWithoutDefaults}, drop
+        nulls of non-nullable fields that have no default.
+        """
         kind = type(value)
         if kind is dict:
             properties = self.properties
             if properties:
-                for name, prop in properties.items():
-                    if prop.default is not _MISSING:
-                        current = value.get(name, _MISSING)
-                        if current is _MISSING or (current is None and not prop.nullable):
-                            value[name] = _copy(prop.default)
-                for name in list(value):
+                if self.has_defaults:
+                    for name, prop in properties.items():
+                        if prop.default is not _MISSING:
+                            current = value.get(name, _MISSING)
+                            if current is _MISSING or (current is None and not prop.nullable):
+                                value[name] = _copy(prop.default)
+                doomed = None
+                for name, item in value.items():
                     prop = properties.get(name)
                     if prop is None:
                         continue
-                    item = value[name]
-                    if item is None and not prop.nullable and prop.default is _MISSING:
-                        del value[name]  # upstream drops non-nullable nulls without defaults
-                    elif prop.has_defaults:
+                    if item is None:
+                        if not prop.nullable and prop.default is _MISSING:
+                            if doomed is None:
+                                doomed = []
+                            doomed.append(name)
+                    elif prop.descends and (type(item) is dict or type(item) is list):
                         prop.apply_defaults(item)
+                if doomed:
+                    for name in doomed:
+                        del value[name]
             elif self.additional is not None:
                 extra = self.additional
                 for name, item in value.items():
                     if item is None and not extra.nullable and extra.default is not _MISSING:
                         value[name] = item = _copy(extra.default)
-                    if extra.has_defaults:
+                    if extra.descends and (type(item) is dict or type(item) is list):
                         extra.apply_defaults(item)
         elif kind is list and self.items is not None:
             items = self.items
             for position, item in enumerate(value):
                 if item is None and not items.nullable and items.default is not _MISSING:
                     value[position] = item = _copy(items.default)
-                if items.has_defaults:
+                if items.descends and (type(item) is dict or type(item) is list):
                     items.apply_defaults(item)
 
     # -- pruning -------------------------------------------------------------
@@ -370,8 +382,11 @@ def _multiple(value, factor):
     """Whether C{value} is a multiple of C{factor}, with float rounding forgiven."""
     if type(value) is int and type(factor) is int:
         return value % factor == 0
-    quotient = value / factor
-    return abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))
+    try:
+        quotient = value / factor
+        return abs(quotient - round(quotient)) <= 1e-9 * max(1.0, abs(quotient))
+    except (OverflowError, ValueError):  # beyond float64: no float64 check can tell either
+        return True
 
 
 def _number(value):

@@ -10,7 +10,7 @@ then C{validate}; objects read from storage are pruned and defaulted again
 """
 
 from orchd.api.crdschema import cel, patch
-from orchd.api.crdschema.compiled import _MISSING, Node, child
+from orchd.api.crdschema.compiled import _MISSING, Node
 from orchd.api.crdschema.structural import structural_errors as _structural
 from orchd.api.errors import FieldError
 
@@ -56,11 +56,18 @@ class CustomResourceSchema:
     A structural schema compiled for defaulting, pruning and validation.
 
     Build it only from a schema L{structural_errors} accepts.
+
+    @raise ValueError: (from the constructor) a pattern or CEL rule that
+        does not compile, which L{structural_errors} would have refused.
     """
 
-    #: CEL budget of one validate call (upstream's per-call runtime budget
-    #: is 10 million cost units; a rule costs about 1 unit per value node).
-    RUNTIME_BUDGET = 1_000_000
+    #: CEL budget of one validate call, in L{cel.Rule.cost} units (100 per
+    #: evaluation plus one per value node it sees).  cel-python takes about
+    #: 0.2 ms per evaluation of a small rule, so this bounds the rules of one
+    #: request to roughly half a second of CPU: 2,000 small evaluations, or
+    #: rules over a few hundred thousand values; upstream bounds the same with
+    #: its runtime cost budget.
+    RUNTIME_BUDGET = 200_000
 
     def __init__(self, schema):
         self.schema = schema
@@ -69,7 +76,7 @@ class CustomResourceSchema:
 
     def default(self, obj):
         """Fill the schema's defaults into C{obj} in place (absent or non-nullable null fields)."""
-        if self.root.has_defaults:
+        if type(obj) is dict:
             self.root.apply_defaults(obj)
         return obj
 
@@ -124,18 +131,47 @@ class CustomResourceSchema:
 
 
 def _steps(path):
-    path = path.strip()
-    steps = []
-    for part in path.strip(".").split("."):
-        if not part:
-            continue
-        while "[" in part:  # foo[0] or foo[*]: the list's items
-            head, _, part = part.partition("[")
-            if head:
-                steps.append(head)
-            part = part.partition("]")[2]
-        if part:
-            steps.append(part)
+    """
+    The field names of a dotted path or simple JSONPath: C{.spec.replicas},
+    C{spec.items[*].name}, C{.status.conditions[?(@.type=="Ready")].status},
+    C{.metadata['name']}.  List subscripts and filters name no field.
+    """
+    steps, current, position, length = [], [], 0, len(path)
+    while position < length:
+        char = path[position]
+        if char == ".":
+            if current:
+                steps.append("".join(current))
+                current = []
+            position += 1
+        elif char == "[":
+            if current:
+                steps.append("".join(current))
+                current = []
+            end, depth, quote = position + 1, 1, None
+            while end < length and depth:
+                c = path[end]
+                if quote:
+                    if c == quote:
+                        quote = None
+                elif c in "'\"":
+                    quote = c
+                elif c == "[":
+                    depth += 1
+                elif c == "]":
+                    depth -= 1
+                end += 1
+            inner = path[position + 1:end - 1].strip()
+            if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"":
+                steps.append(inner[1:-1])
+            position = end
+        elif char in "{}" or (char == "$" and not current):
+            position += 1
+        else:
+            current.append(char)
+            position += 1
+    if current:
+        steps.append("".join(current))
     return steps
 
 
@@ -212,4 +248,4 @@ def _copy_json(value):
     return value
 
 
-__all__ = ["CustomResourceSchema", "structural_errors", "child"]
+__all__ = ["CustomResourceSchema", "structural_errors"]

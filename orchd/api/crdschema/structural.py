@@ -11,8 +11,6 @@ patterns that must compile under RE2, and CEL rules that must compile with
 only the functions this server evaluates.
 """
 
-import json
-
 from orchd.api.bounded import MAX_DEPTH, within_depth
 from orchd.api.crdschema.compiled import compile_pattern
 from orchd.api.errors import FieldError
@@ -40,7 +38,7 @@ def structural_errors(schema, path, rules_checker=None):
 
     @param path: the schema's own field path in its definition, e.g.
         C{spec.versions[0].schema.openAPIV3Schema}.
-    @param rules_checker: called as C{(node_schema, rules, path)} for each
+    @param rules_checker: called as C{(node_schema, rules, path, uncorrelatable)} for each
         C{x-kubernetes-validations} list, returning field errors (the CEL
         compiler's verdict); None skips the rules.
     """
@@ -62,14 +60,79 @@ def _type_of(value):
             int: "integer", float: "number"}.get(type(value), "null")
 
 
+def _list(value):
+    """A keyword's list, or nothing when it holds something else (reported by type)."""
+    return value if type(value) is list else ()
+
+
 def _sub(schema, name):
     value = schema.get(name)
     return value if isinstance(value, dict) else None
 
 
+_STRING, _BOOL, _NUMBER, _COUNT = "string", "boolean", "number", "non-negative integer"
+_LIST, _OBJECT, _STRINGS = "array", "object", "array of strings"
+
+#: The JSON type of each keyword's value (a hostile schema may send anything).
+_KEYWORD_TYPES = {
+    "type": _STRING, "format": _STRING, "pattern": _STRING, "description": _STRING,
+    "title": _STRING, "id": _STRING, "$schema": _STRING, "$ref": _STRING,
+    "nullable": _BOOL, "exclusiveMinimum": _BOOL, "exclusiveMaximum": _BOOL, "uniqueItems": _BOOL,
+    "x-kubernetes-preserve-unknown-fields": _BOOL, "x-kubernetes-embedded-resource": _BOOL,
+    "x-kubernetes-int-or-string": _BOOL,
+    "x-kubernetes-list-type": _STRING, "x-kubernetes-map-type": _STRING,
+    "minimum": _NUMBER, "maximum": _NUMBER, "multipleOf": _NUMBER,
+    "minLength": _COUNT, "maxLength": _COUNT, "minItems": _COUNT, "maxItems": _COUNT,
+    "minProperties": _COUNT, "maxProperties": _COUNT,
+    "required": _STRINGS, "x-kubernetes-list-map-keys": _STRINGS, "enum": _LIST,
+    "allOf": _LIST, "anyOf": _LIST, "oneOf": _LIST, "x-kubernetes-validations": _LIST,
+    "properties": _OBJECT, "not": _OBJECT,
+}
+
+
+def _keyword_type_ok(expected, value):
+    kind = type(value)
+    if expected == _STRING:
+        return kind is str
+    if expected == _BOOL:
+        return kind is bool
+    if expected == _NUMBER:
+        return kind is int or kind is float
+    if expected == _COUNT:
+        return kind is int and value >= 0
+    if expected == _STRINGS:
+        return kind is list and all(type(item) is str for item in value)
+    if expected == _LIST:
+        return kind is list
+    return kind is dict
+
+
+def _keyword_types(schema, path, errors):
+    """Keywords whose values have the wrong JSON type (upstream's decoder refuses those)."""
+    for name, value in schema.items():
+        expected = _KEYWORD_TYPES.get(name)
+        if expected is not None and value is not None and not _keyword_type_ok(expected, value):
+            errors.append(FieldError.invalid(f"{path}.{name}", value, f"must be of type {expected}"))
+    for junctor in ("allOf", "anyOf", "oneOf"):
+        for position, sub in enumerate(schema.get(junctor) if type(schema.get(junctor)) is list else ()):
+            if not isinstance(sub, dict):
+                errors.append(FieldError.invalid(f"{path}.{junctor}[{position}]", sub, "must be of type object"))
+    multiple = schema.get("multipleOf")
+    if type(multiple) in (int, float) and multiple <= 0:
+        errors.append(FieldError.invalid(f"{path}.multipleOf", multiple, "must be greater than zero"))
+    items = schema.get("items")
+    if items is not None and not isinstance(items, (dict, list)):
+        errors.append(FieldError.invalid(f"{path}.items", items, "must be of type object"))
+    additional = schema.get("additionalProperties")
+    if additional is not None and not isinstance(additional, (dict, bool)):
+        errors.append(FieldError.invalid(f"{path}.additionalProperties", additional,
+                                         "must be of type boolean or object"))
+
+
 def _openapi(schema, path, errors, root, inside_meta, defaults_forbidden):
     """ValidateCustomResourceDefinitionOpenAPISchema: keywords, list/map types, defaults."""
     get = schema.get
+    _keyword_types(schema, path, errors)
     kind = get("type")
     if kind is not None and kind != "" and kind not in _TYPES:
         if kind == "null":
@@ -123,7 +186,7 @@ def _openapi(schema, path, errors, root, inside_meta, defaults_forbidden):
     if not_ is not None:
         _openapi(not_, f"{path}.not", errors, False, inside_meta, defaults_forbidden)
     for junctor in ("allOf", "oneOf", "anyOf"):
-        for position, sub in enumerate(get(junctor) or ()):
+        for position, sub in enumerate(_list(get(junctor))):
             if isinstance(sub, dict):
                 _openapi(sub, f"{path}.{junctor}[{position}]", errors, False, inside_meta,
                          defaults_forbidden)
@@ -170,7 +233,7 @@ def _list_and_map_types(schema, path, errors):
     if list_type is not None and list_type not in ("atomic", "set", "map"):
         errors.append(FieldError.not_supported(f"{path}.x-kubernetes-list-type", list_type,
                                                ["atomic", "set", "map"]))
-    keys = get("x-kubernetes-list-map-keys") or []
+    keys = [name for name in _list(get("x-kubernetes-list-map-keys")) if type(name) is str]
     if keys:
         if list_type is None:
             errors.append(FieldError.required(f"{path}.x-kubernetes-list-type",
@@ -192,8 +255,10 @@ def _list_and_map_types(schema, path, errors):
             errors.append(FieldError.invalid(f"{path}.items.type", items.get("type") or "",
                                              "must be object if parent array's x-kubernetes-list-type is map"))
         else:
-            item_properties = items.get("properties") or {}
-            required = set(items.get("required") or ())
+            item_properties = items.get("properties")
+            if not isinstance(item_properties, dict):
+                item_properties = {}
+            required = {name for name in _list(items.get("required")) if type(name) is str}
             seen = set()
             for name in keys:
                 sub = item_properties.get(name)
@@ -322,13 +387,13 @@ _FORBIDDEN_IN_JUNCTORS = (
 def _value_validation(schema, skip_any_of, skip_first_all_of_any_of, path, errors):
     get = schema.get
     if not skip_any_of:
-        for position, sub in enumerate(get("anyOf") or ()):
+        for position, sub in enumerate(_list(get("anyOf"))):
             if isinstance(sub, dict):
                 _nested(sub, False, f"{path}.anyOf[{position}]", errors)
-    for position, sub in enumerate(get("allOf") or ()):
+    for position, sub in enumerate(_list(get("allOf"))):
         if isinstance(sub, dict):
             _nested(sub, skip_first_all_of_any_of and position == 0, f"{path}.allOf[{position}]", errors)
-    for position, sub in enumerate(get("oneOf") or ()):
+    for position, sub in enumerate(_list(get("oneOf"))):
         if isinstance(sub, dict):
             _nested(sub, False, f"{path}.oneOf[{position}]", errors)
     not_ = _sub(schema, "not")
@@ -355,22 +420,28 @@ def _nested(schema, skip_any_of, path, errors):
 
 
 def _rules(schema, path, errors, checker):
-    """Hand every C{x-kubernetes-validations} list of the structural part to C{checker}."""
-    pending = [(schema, path)]
+    """
+    Hand every C{x-kubernetes-validations} list of the structural part to
+    C{checker}, with the schema path of the first list below which old
+    values cannot be correlated (items of lists other than C{map} lists).
+    """
+    pending = [(schema, path, None)]
     while pending:
-        node, where = pending.pop()
+        node, where, uncorrelatable = pending.pop()
         rules = node.get("x-kubernetes-validations")
         if rules:
-            errors.extend(checker(node, rules, where))
-        for name, sub in (node.get("properties") or {}).items():
+            errors.extend(checker(node, rules, where, uncorrelatable))
+        properties = node.get("properties")
+        for name, sub in (properties.items() if isinstance(properties, dict) else ()):
             if isinstance(sub, dict):
-                pending.append((sub, key(where, name)))
-        for name in ("items", "additionalProperties"):
-            sub = node.get(name)
-            if isinstance(sub, dict):
-                pending.append((sub, f"{where}.{name}"))
+                pending.append((sub, key(where, name), uncorrelatable))
+        sub = node.get("additionalProperties")
+        if isinstance(sub, dict):
+            pending.append((sub, f"{where}.additionalProperties", uncorrelatable))
+        sub = node.get("items")
+        if isinstance(sub, dict):
+            below = f"{where}.items"
+            if uncorrelatable is None and node.get("x-kubernetes-list-type") != "map":
+                uncorrelatable = below
+            pending.append((sub, below, uncorrelatable))
 
-
-def render(value):
-    """A JSON rendering for messages (kept here so callers quote schemas alike)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -38,8 +38,11 @@ def certificate_identity(certificate):
 class X509Authenticator:
     """Authenticates by the verified client certificate of the TLS connection."""
 
-    def __init__(self, clock):
+    def __init__(self, clock, observe_expiry=None):
         self._clock = clock
+        #: C{observe_expiry(not_after)} per authenticated request: the
+        #: certificate's lifetime, read once per connection, for the metrics.
+        self._observe_expiry = observe_expiry
 
     def authenticate(self, request):
         channel = request.channel
@@ -54,6 +57,8 @@ class X509Authenticator:
             raise StatusError.unauthorized()
         if not user.name:
             raise StatusError.unauthorized()
+        if self._observe_expiry is not None:
+            self._observe_expiry(not_after)
         return user
 
 

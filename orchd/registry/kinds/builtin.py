@@ -45,6 +45,9 @@ from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
 from orchd.registry.kinds.autoscaler import HorizontalPodAutoscalerStrategy
 from orchd.registry.kinds.statusfields import IngressStrategy, VolumeAttachmentStrategy
+from orchd.registry.kinds.webhookconfiguration import (
+    MutatingWebhookConfigurationStrategy, WebhookConfigurationStrategy,
+)
 from orchd.registry.kinds.workloads import (
     DaemonSetStrategy, DeploymentStrategy, ReplicaSetStrategy, ReplicationControllerStrategy,
     StatefulSetStrategy,
@@ -119,9 +122,9 @@ DEFINITIONS = (
              strategy=PersistentVolumeStrategy, printer=storage.PERSISTENT_VOLUME),
     # admissionregistration.orch.io/v1
     _cluster(ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration",
-             printer=cluster.MUTATING_WEBHOOK_CONFIGURATION),
+             strategy=MutatingWebhookConfigurationStrategy, printer=cluster.MUTATING_WEBHOOK_CONFIGURATION),
     _cluster(ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration",
-             printer=cluster.VALIDATING_WEBHOOK_CONFIGURATION),
+             strategy=WebhookConfigurationStrategy, printer=cluster.VALIDATING_WEBHOOK_CONFIGURATION),
     # apiextensions.orch.io/v1
     _cluster(APIEXTENSIONS, "v1", "customresourcedefinitions", "CustomResourceDefinition",
              short_names=("crd", "crds"), subresources=_STATUS,

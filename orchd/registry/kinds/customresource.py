@@ -18,6 +18,9 @@ changes); a C{scale} subresource is the one scale connector
 (L{orchd.registry.scale}) reading the definition's replica paths.
 """
 
+import orjson
+from zope.interface import implementer
+
 from orchd.api.crdschema import CustomResourceSchema
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.kinds import AUTOSCALING, STANDARD_VERBS, KindInfo
@@ -27,6 +30,7 @@ from orchd.registry.definitions import KindDefinition
 from orchd.registry.generic import ResourceStore
 from orchd.registry.scale import ScaleConnector, ScalePaths
 from orchd.registry.strategy import DefaultStrategy
+from orchd.storage.interfaces import IWatchEncoder
 
 #: The finalizer that holds a definition until its resources are gone.
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -153,7 +157,7 @@ class CustomResourceStrategy(DefaultStrategy):
         self.schema.default(obj)
 
     def validate(self, ctx, obj):
-        return self.schema.validate(obj) + self._scale_errors(obj)
+        return self.schema.validate(obj) or self._scale_errors(obj)
 
     def prepare_for_update(self, ctx, obj, old):
         self.schema.default(obj)
@@ -163,14 +167,26 @@ class CustomResourceStrategy(DefaultStrategy):
             meta["generation"] = meta.get("generation", 1) + 1
 
     def validate_update(self, ctx, obj, old):
-        return self.schema.validate(obj, old) + self._scale_errors(obj)
+        return self.schema.validate(obj, old) or self._scale_errors(obj)
 
     def subresource_update(self, subresource, obj, old):
-        old = super().subresource_update(subresource, obj, old)
+        """
+        A status write changes status only; a scale write (the scale
+        connector's patch of the parent) the replicas at the spec path only.
+        """
+        if subresource == "scale" and self.scale is not None:
+            paths = self.scale
+            paths.write_spec(old, paths.read(obj, paths.spec))
+            managed = (obj.get("metadata") or {}).get("managedFields")
+            if managed is not None:
+                old["metadata"]["managedFields"] = managed
+        else:
+            old = super().subresource_update(subresource, obj, old)
         self.schema.default(old)
         return old
 
     def _scale_errors(self, obj):
+        """Upstream's checks of the replica counts, for values the schema let through."""
         paths = self.scale
         if paths is None:
             return []
@@ -214,11 +230,20 @@ class CustomResourceStore(ResourceStore):
         self._schema = strategy.schema
 
     def decode(self, kv):
-        obj = super().decode(kv)
+        return self._shape(super().decode(kv))
+
+    def _shape(self, obj):
+        """A stored object as this version answers it."""
         if obj.get("apiVersion") != self._api_version:
             obj["apiVersion"] = self._api_version
         self._schema.default(obj)
         return obj
+
+    async def prepare_watch(self, ctx, options):
+        """A watch whose events are shaped as this version answers them."""
+        start = await super().prepare_watch(ctx, options)
+        return lambda sink, encoder: start(sink, _VersionedEncoder(encoder, self._shape,
+                                                                   self._api_version))
 
     def _encode(self, obj):
         if obj.get("apiVersion") == self._storage_api_version:
@@ -229,3 +254,29 @@ class CustomResourceStore(ResourceStore):
             return super()._encode(obj)
         finally:
             obj["apiVersion"] = asked
+
+
+@implementer(IWatchEncoder)
+class _VersionedEncoder:
+    """
+    An encoder that shapes each object (a copy: the cache's event objects
+    are shared) for one version first. Its frames are shared only between
+    watchers of the same version: the versions of a resource share one
+    watch cache.
+    """
+
+    __slots__ = ("_encoder", "_shape", "key")
+
+    def __init__(self, encoder, shape, api_version):
+        self._encoder = encoder
+        self._shape = shape
+        self.key = (encoder.key, api_version)
+
+    def event(self, type, obj):
+        return self._encoder.event(type, self._shape(orjson.loads(orjson.dumps(obj))))
+
+    def bookmark(self, revision, initial_events_end=False):
+        return self._encoder.bookmark(revision, initial_events_end)
+
+    def error(self, error):
+        return self._encoder.error(error)

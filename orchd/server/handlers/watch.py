@@ -79,9 +79,11 @@ class WatchResponse:
     The connection pauses and resumes it as its buffer fills and drains.
     """
 
-    def __init__(self, request, clock, content_type):
+    def __init__(self, request, clock, content_type, events=None):
         self.request = request
         self.clock = clock
+        #: The C{apiserver_watch_events_total} child the frames count in, if any.
+        self.events = events
         self.watcher = None
         self.closed = False
         self._timer = None
@@ -99,9 +101,12 @@ class WatchResponse:
 
     # sink, as the cache's watchers use it
 
-    def write(self, data):
+    def write(self, data, frames=1):
+        """C{data} holds C{frames} whole frames."""
         if not self.closed:
             self.request.write(data)
+            if self.events is not None:
+                self.events.value += frames
 
     def finish(self):
         if self.closed:
@@ -162,6 +167,8 @@ async def handle(scope):
     content_type, encoder = watch_format(scope.request, scope.kind, scope.provider.clock,
                                          scope.spelling)
     start = await scope.provider.prepare_watch(scope.ctx, options)
-    response = WatchResponse(scope.request, scope.provider.clock, content_type)
+    metrics = scope.settings.metrics
+    response = WatchResponse(scope.request, scope.provider.clock, content_type,
+                             metrics.watch_counter(scope.kind) if metrics is not None else None)
     watcher = start(response, encoder)
     response.attach(watcher, options.timeout)

@@ -1,0 +1,290 @@
+# -*- test-case-name: tests.server.test_requestmetrics -*-
+"""
+The API server's request metrics, with upstream's names, labels and buckets.
+
+The labels are those of C{apiserver/pkg/endpoints/metrics/metrics.go},
+because the kube-apiserver dashboards and the mixin's recording rules match
+on the strings: C{verb} from the HTTP method (C{LIST} for a collection,
+C{WATCH}, C{APPLY} for an apply patch, C{CONNECT} for streamed subresources,
+C{other} for anything else), C{scope} (C{resource}, C{namespace},
+C{cluster}, empty for non-resource paths), C{component} C{apiserver},
+C{dry_run} (C{All}, C{invalid} or empty) and C{code}.
+
+The server calls L{APIServerMetrics.classify} once a request's info is
+parsed and L{APIServerMetrics.served} when its handler is done (a watch or
+a stream, as upstream's, when it ends): one label tuple per request, then a
+counter and two histogram observations, each a dict lookup. Label values
+come only from the catalog's kinds (an unknown resource counts with empty
+group, version and resource), so no client can mint new series.
+"""
+
+import time
+
+from twisted.logger import Logger
+
+from orchd.api.metrics import STABLE, Registry, exponential_buckets
+from orchd.api.requestlatency import RequestTiming, begin
+from orchd.server.filters.limits import LONG_RUNNING_SUBRESOURCES
+from orchd.server.healthmetrics import HealthMetrics
+from orchd.server.processmetrics import register_process_metrics
+
+COMPONENT = "apiserver"
+
+#: Upstream's C{requestLatencies} buckets.
+REQUEST_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6,
+                   8, 10, 15, 20, 30, 45, 60)
+#: Upstream's C{requestSliLatencies} buckets (the mixin selects le 1, 5 and 30).
+SLI_BUCKETS = (0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30,
+               45, 60)
+#: Writes per LevelDB group commit: 1 to 4096.
+BATCH_SIZE_BUCKETS = exponential_buckets(1, 2, 13)
+#: Upstream's C{clientCertificateExpirationHistogram} buckets (seconds).
+CERT_EXPIRY_BUCKETS = (0, 1800, 3600, 7200, 21600, 43200, 86400, 172800, 345600, 604800,
+                       2592000, 7776000, 15552000, 31104000)
+
+REQUEST_LABELS = ("verb", "dry_run", "group", "version", "resource", "subresource", "scope",
+                  "component")
+SLI_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "component")
+
+_METHOD_VERBS = {b"GET": "GET", b"HEAD": "GET", b"POST": "POST", b"PUT": "PUT", b"PATCH": "PATCH",
+                 b"DELETE": "DELETE"}
+_APPLY_TYPE = b"application/apply-patch+yaml"
+_CODES = {}
+
+
+def _code(code):
+    text = _CODES.get(code)
+    if text is None:
+        text = _CODES[code] = str(code)
+    return text
+
+
+def dry_run_label(args):
+    """Upstream's C{cleanDryRun}: the distinct C{dryRun} values joined, C{invalid} if not All."""
+    values = args.get(b"dryRun") if args else None
+    if not values:
+        return ""
+    if any(v != b"All" for v in values):
+        return "invalid"
+    return "All"
+
+
+def verb_label(request, info, scope):
+    """The reported verb: upstream's C{canonicalVerb} then C{CleanVerb}."""
+    verb = _METHOD_VERBS.get(request.method, "other")
+    if not info.is_resource_request:
+        return verb
+    if verb == "GET" and scope in ("namespace", "cluster"):
+        verb = "LIST"
+    if info.verb == "watch":
+        verb = "WATCH"
+    elif verb == "PATCH" and request.requestHeaders.getRawHeaders(b"content-type", [b""])[0] \
+            .split(b";")[0].strip() == _APPLY_TYPE:
+        verb = "APPLY"
+    if info.subresource in LONG_RUNNING_SUBRESOURCES:
+        verb = "CONNECT"
+    return verb
+
+
+def scope_label(info):
+    """Upstream's C{CleanScope}."""
+    if not info.is_resource_request:
+        return ""
+    if info.name or info.verb == "create":
+        return "resource"
+    if info.namespace:
+        return "namespace"
+    return "cluster"
+
+
+def resource_label(info):
+    """A resource as C{apiserver_storage_objects} writes it: C{pods}, C{deployments.apps}."""
+    return f"{info.resource}.{info.group}" if info.group else info.resource
+
+
+def _cached_resources(catalog):
+    """C{[(resource label, WatchCache)]}: each stored resource's cache, once."""
+    seen, result = set(), []
+    for info in catalog.served_kinds:
+        if not info.stored:
+            continue
+        prefix = info.key_prefix()
+        cache = catalog.caches.get(prefix)
+        if cache is None or prefix in seen:
+            continue
+        seen.add(prefix)
+        result.append((resource_label(info), cache))
+    return result
+
+
+class APIServerMetrics:
+    """
+    The API server's registry and the request families in it.
+
+    @param registry: the L{Registry} the families go into (a new one if None).
+    @param timer: seconds, for latencies (C{time.perf_counter}).
+    @param wall: seconds since the epoch, for certificate lifetimes.
+    @ivar registry: what C{/metrics} exposes.
+    """
+
+    log = Logger()
+
+    def __init__(self, registry=None, timer=time.perf_counter, wall=time.time):
+        self.registry = registry = registry if registry is not None else Registry()
+        self.timer = timer
+        self._wall = wall
+        self.requests = registry.counter(
+            "apiserver_request_total",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, "
+            "version, resource, scope, component, and HTTP response code.",
+            REQUEST_LABELS + ("code",), STABLE)
+        self.latency = registry.histogram(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, "
+            "version, resource, subresource, scope and component.",
+            REQUEST_LABELS, REQUEST_BUCKETS, STABLE)
+        self.sli = registry.histogram(
+            "apiserver_request_sli_duration_seconds",
+            "Response latency distribution (not counting webhook duration and priority & "
+            "fairness queue wait times) in seconds for each verb, group, version, resource, "
+            "subresource, scope and component.",
+            SLI_LABELS, SLI_BUCKETS)
+        self.longrunning = registry.gauge(
+            "apiserver_longrunning_requests",
+            "Gauge of all active long-running apiserver requests broken out by verb, group, "
+            "version, resource, scope and component. Not all requests are tracked this way.",
+            SLI_LABELS, STABLE)
+        self.terminations = registry.counter(
+            "apiserver_request_terminations_total",
+            "Number of requests which apiserver terminated in self-defense.",
+            SLI_LABELS + ("code",))
+        self.watch_events = registry.counter(
+            "apiserver_watch_events_total", "Number of events sent in watch clients",
+            ("group", "version", "kind"))
+        self.cert_expiry = registry.histogram(
+            "apiserver_client_certificate_expiration_seconds",
+            "Distribution of the remaining lifetime on the certificate used to authenticate "
+            "a request.", (), CERT_EXPIRY_BUCKETS)
+        self.storage_latency = registry.histogram(
+            "etcd_request_duration_seconds",
+            "Etcd request latency in seconds for each operation and object type.",
+            ("operation", "type"), REQUEST_BUCKETS)
+        self.batch_sizes = registry.histogram(
+            "orchd_storage_group_commit_batch_size",
+            "Writes made durable together by one synced LevelDB batch (group commit).",
+            (), BATCH_SIZE_BUCKETS)
+        register_process_metrics(registry)
+        #: C{/metrics/slis}: the health checks' results.
+        self.health = HealthMetrics()
+        self.slis = self.health.registry
+
+    def follow_server(self, catalog, limiter, health):
+        """
+        Report what the server's parts hold, read at scrape: the stored
+        objects and watchers of each watch cache, and the in-flight peaks of
+        C{limiter} (an L{orchd.server.filters.limits.InflightLimiter}); count
+        C{health}'s check results.
+        """
+        registry = self.registry
+        if health is not None:
+            health.metrics = self.health
+
+        def storage_objects():
+            return [((name,), len(cache.state)) for name, cache in _cached_resources(catalog)]
+
+        def watchers():
+            return [((name,), len(cache.watchers)) for name, cache in _cached_resources(catalog)]
+
+        def history():
+            return [((name,), len(cache.history)) for name, cache in _cached_resources(catalog)]
+
+        def inflight():
+            return [(("readOnly",), limiter.peak("read")), (("mutating",), limiter.peak("write"))]
+
+        registry.callback(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per "
+            "request kind in last second.", ("request_kind",), inflight, stability=STABLE)
+        registry.callback(
+            "apiserver_storage_objects",
+            "Number of stored objects at the time of last check split by kind. In case of a "
+            "fetching error, the value will be -1.", ("resource",), storage_objects,
+            stability=STABLE)
+        registry.callback(
+            "orchd_watch_cache_watchers", "Watches served from each resource's watch cache.",
+            ("resource",), watchers)
+        registry.callback(
+            "orchd_watch_cache_history_events",
+            "Recent changes each resource's watch cache keeps to resume watches from.",
+            ("resource",), history)
+
+    # -- the per-request hook -------------------------------------------------
+
+    def begin(self):
+        """A request arrived: its L{RequestTiming}, current in the calling coroutine."""
+        timing = RequestTiming(self.timer())
+        begin(timing)
+        return timing
+
+    def classify(self, timing, request, info, kind):
+        """
+        Fix the request's labels, once its info is parsed.
+
+        @param kind: the L{orchd.api.kinds.KindInfo} the request addresses,
+            or None (a non-resource path, or a resource not served).
+        """
+        scope = scope_label(info)
+        verb = verb_label(request, info, scope)
+        if kind is not None:
+            subresource = info.subresource if info.subresource in kind.subresources else ""
+            key = (verb, dry_run_label(request.args), kind.group, kind.version, kind.resource,
+                   subresource, scope, COMPONENT)
+        else:
+            key = (verb, dry_run_label(request.args), "", "", "", "", scope, COMPONENT)
+        timing.key = key
+        if verb in ("WATCH", "CONNECT") and kind is not None:
+            short = key[:1] + key[2:]
+            timing.longrunning = True
+            self.longrunning.inc(short)
+            request.notifyFinish().addBoth(self._longrunning_ended, request, timing, short)
+
+    def _longrunning_ended(self, _, request, timing, short):
+        # As upstream's, a watch or a stream is counted, and timed, when it ends.
+        self.longrunning.dec(short)
+        self._record(request, timing)
+
+    def terminated(self, timing, code):
+        """The server refused the request in self-defence (the in-flight limit's 429)."""
+        key = timing.key
+        if key is not None:
+            self.terminations.inc(key[:1] + key[2:] + (_code(code),))
+
+    def served(self, result, request, timing):
+        """The request's handler is done (a long-running one is counted when it ends)."""
+        if not timing.longrunning:
+            self._record(request, timing)
+        return result
+
+    def _record(self, request, timing):
+        try:
+            elapsed = self.timer() - timing.start
+            key = timing.key
+            if key is None:
+                # Refused before its info was read (a malformed query, say).
+                key = (_METHOD_VERBS.get(request.method, "other"), "", "", "", "", "", "",
+                       COMPONENT)
+            self.requests.inc(key + (_code(request.code),))
+            self.latency.observe(key, elapsed)
+            self.sli.observe(key[:1] + key[2:], max(elapsed - timing.excluded, 0.0))
+        except Exception:
+            self.log.failure("Counting a request failed")
+
+    # -- other hooks ----------------------------------------------------------
+
+    def watch_counter(self, kind):
+        """The C{apiserver_watch_events_total} child of C{kind}, to count a watch's frames."""
+        return self.watch_events.labels(kind.group, kind.version, kind.kind)
+
+    def observe_certificate(self, not_after):
+        """A request authenticated by a client certificate valid until C{not_after}."""
+        self.cert_expiry.observe((), not_after - self._wall())
