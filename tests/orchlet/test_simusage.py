@@ -101,7 +101,7 @@ class RuntimeUsageTests(SynchronousTestCase):
         self.assertIn("\nnode_memory_working_set_bytes ", text)
 
     def test_stamped_to_the_millisecond(self):
-        """Samples of the second the stats were read are stamped with the read time's milliseconds."""
+        """Samples of the second the stats were read are stamped to the read's millisecond."""
         self.runtime.sync_pod(pod())
         self.clock.advance(4.25)
         text = resource_metrics(self.runtime.stats(), self.clock.seconds()).decode("utf-8")

@@ -62,7 +62,7 @@ class CacheTests(SynchronousTestCase):
         self.assertEqual((usage.cores, usage.window), (0.25, 10))
 
     def test_counter_reset_and_repeat(self):
-        """A counter that went back counts from its start; the same reading twice changes nothing."""
+        """A counter that went back counts from its start; a repeated reading changes nothing."""
         cache = MetricsCache()
         scrape(cache, "n1", T0, 1.0, [("web", 5.0, T0 - 10)])
         scrape(cache, "n1", T0, 1.0, [("web", 5.0, T0 - 10)])

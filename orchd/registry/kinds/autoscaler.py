@@ -62,7 +62,8 @@ def set_defaults(spec):
 
 
 def spec_errors(spec, path="spec"):
-    """The L{FieldError}s of an autoscaler's C{spec} (upstream's C{validateHorizontalPodAutoscalerSpec})."""
+    """The L{FieldError}s of an autoscaler's C{spec} (upstream's
+    C{validateHorizontalPodAutoscalerSpec})."""
     if not isinstance(spec, dict):
         return [FieldError.type_invalid(path, spec, "must be of type object")]
     errors = []
@@ -127,7 +128,7 @@ def _metric_errors(metric, path):
     source = metric.get(field)
     if not isinstance(source, dict):
         return [FieldError.required(f"{path}.{field}",
-                                    f"must populate information for the given metric source")]
+                                    "must populate information for the given metric source")]
     if kind not in ("Resource", "ContainerResource"):
         return []
     errors = []

@@ -21,8 +21,8 @@ from orchd.api import schemadefs_groups as group_schemas
 from orchd.api.kinds import (
     ADMISSION, APIEXTENSIONS, APIREGISTRATION, APPS, AUTHENTICATION, AUTHORIZATION, AUTOSCALING,
     BATCH, CERTIFICATES, COORDINATION, CORE, CREATE_ONLY, DISCOVERY, DNS1035, EVENTS,
-    FLOWCONTROL, LABEL, METRICS, NETWORKING, NO_COLLECTION_DELETE, NODE, PATH_SEGMENT, POLICY, RBAC,
-    READ_ONLY, SCHEDULING, STORAGE, KindInfo,
+    FLOWCONTROL, LABEL, METRICS, NETWORKING, NO_COLLECTION_DELETE, NODE, PATH_SEGMENT, POLICY,
+    RBAC, READ_ONLY, SCHEDULING, STORAGE, KindInfo,
 )
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
 from orchd.registry.definitions import KindDefinition, KindRegistry, enabled_definitions
