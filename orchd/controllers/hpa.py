@@ -3,7 +3,8 @@
 The HorizontalPodAutoscaler controller (upstream's
 C{pkg/controller/podautoscaler/horizontal.go}), for C{autoscaling/v2}
 autoscalers with resource metrics (CPU and memory, C{Utilization} of the
-pods' requests or C{AverageValue}).
+pods' requests or C{AverageValue}; of whole pods, C{Resource}, or of one
+container of each, C{ContainerResource}).
 
 Every L{SYNC_PERIOD} seconds each autoscaler is reconciled: its target's
 C{scale} subresource is read (Deployments, ReplicaSets, StatefulSets,
@@ -20,7 +21,7 @@ upstream's reasons and messages.
 
 What upstream keeps in memory between syncs (recent recommendations and
 scale events, for stabilization and rate limits) is kept here the same way,
-per autoscaler, and forgotten when it is deleted. Custom, object and
+per autoscaler, and forgotten when it is deleted. Pods, object and
 external metrics are not served here: such a metric is invalid (as when
 upstream's adapters are missing).
 """
@@ -51,7 +52,7 @@ COMPONENT = "horizontal-pod-autoscaler"
 #: (upstream's C{--horizontal-pod-autoscaler-sync-period}).
 SYNC_PERIOD = 15.0
 
-_UNSERVED = {"Pods": "FailedGetPodsMetric", "Object": "FailedGetObjectMetric",
+_REASONS = {"Pods": "FailedGetPodsMetric", "Object": "FailedGetObjectMetric",
              "External": "FailedGetExternalMetric",
              "ContainerResource": "FailedGetContainerResourceMetric"}
 
@@ -59,9 +60,11 @@ _UNSERVED = {"Pods": "FailedGetPodsMetric", "Object": "FailedGetObjectMetric",
 class IPodMetrics(Interface):
     """Where the autoscaler reads pods' usage from."""
 
-    def pod_metrics(namespace, selector, resource):
+    def pod_metrics(namespace, selector, resource, container=None):
         """
         @param selector: the label selector text of the target's scale.
+        @param container: the one container to read (a C{ContainerResource}
+            metric), or None for the sum of every container's.
         @return: (awaitable) C{{pod name: PodMetric}}, usage in milli-units.
         @raise orchd.controllers.hpacalc.MetricError: when there are none to be had.
         """
@@ -86,7 +89,7 @@ class CatalogPodMetrics:
     def __init__(self, catalog):
         self._catalog = catalog
 
-    async def pod_metrics(self, namespace, selector, resource):
+    async def pod_metrics(self, namespace, selector, resource, container=None):
         provider = self._catalog.resource(METRICS, "pods")
         if provider is None:
             raise calc.MetricError("the resource metrics API is not served")
@@ -94,11 +97,17 @@ class CatalogPodMetrics:
                                      ListOptions(label_selector=parse_label_selector(selector)))
         metrics = {}
         for item in listed.get("items") or ():
-            total = 0
-            for container in item.get("containers") or ():
-                value = (container.get("usage") or {}).get(resource)
+            total, found = 0, container is None
+            for entry in item.get("containers") or ():
+                if container is not None and entry.get("name") != container:
+                    continue
+                found = True
+                value = (entry.get("usage") or {}).get(resource)
                 if value is not None:
                     total += calc.milli(value)
+            if not found:
+                raise calc.MetricError(f"container {container} not present in metrics for pod "
+                                       f"{namespace}/{item['metadata']['name']}")
             metrics[item["metadata"]["name"]] = calc.PodMetric(
                 total, parse_time(item.get("timestamp")) or 0.0, _window(item.get("window")))
         if not metrics:
@@ -358,7 +367,7 @@ class HorizontalPodAutoscalerController(CacheSyncedController):
                     spec, namespace, selector, pods, current, now)
             except calc.MetricError as e:
                 statuses.append({"type": ""})
-                reason = _UNSERVED.get(spec.get("type"), "FailedGetResourceMetric")
+                reason = _REASONS.get(spec.get("type"), "FailedGetResourceMetric")
                 if invalid == 0:
                     first = (reason, str(e))
                 invalid += 1
@@ -380,15 +389,18 @@ class HorizontalPodAutoscalerController(CacheSyncedController):
 
     async def _replicas_for_metric(self, spec, namespace, selector, pods, current, now):
         kind = spec.get("type")
-        if kind != "Resource":
+        if kind not in ("Resource", "ContainerResource"):
             raise calc.MetricError(f"unable to get metric of type {kind}: only resource "
                                    "metrics are served (no custom or external metrics API)")
-        source = spec.get("resource") or {}
+        field = "resource" if kind == "Resource" else "containerResource"
+        source = spec.get(field) or {}
         resource = source.get("name", "")
+        container = source.get("container") if kind == "ContainerResource" else None
+        what = f"{resource} resource" if container is None else f"{resource} container resource"
         target = source.get("target") or {}
         if target.get("type") == calc.UTILIZATION and target.get("averageUtilization"):
             target_type, target_value = calc.UTILIZATION, target["averageUtilization"]
-            name = f"{resource} resource utilization (percentage of request)"
+            name = f"{what} utilization (percentage of request)"
         elif target.get("type") == calc.AVERAGE_VALUE and target.get("averageValue"):
             target_type = calc.AVERAGE_VALUE
             try:
@@ -396,22 +408,24 @@ class HorizontalPodAutoscalerController(CacheSyncedController):
             except (TypeError, ValueError):
                 raise calc.MetricError("invalid resource metric source: averageValue is not a "
                                        "quantity") from None
-            name = f"{resource} resource"
+            name = what
         else:
             raise calc.MetricError("invalid resource metric source: neither a utilization "
                                    "target nor a value target was set")
         try:
-            metrics = await self._metrics.pod_metrics(namespace, selector, resource)
+            metrics = await self._metrics.pod_metrics(namespace, selector, resource, container)
         except calc.MetricError as e:
             raise calc.MetricError(f"failed to get {resource} utilization: unable to get "
                                    f"metrics for resource {resource}: {e}") from None
         proposal, utilization, average, _ = calc.replicas_for(
-            current, pods, metrics, resource, target_type, target_value, now)
+            current, pods, metrics, resource, target_type, target_value, now, container)
         current_value = {"averageValue": milli_quantity(average)}
         if utilization is not None:
             current_value["averageUtilization"] = utilization
-        return proposal, name, {"type": "Resource",
-                                "resource": {"name": resource, "current": current_value}}
+        status = {"name": resource, "current": current_value}
+        if container is not None:
+            status = {"name": resource, "container": container, "current": current_value}
+        return proposal, name, {"type": kind, field: status}
 
     def _normalize(self, hpa, memory, current, desired, minimum, maximum, now):
         """Stabilize and limit a proposal, setting AbleToScale and ScalingLimited."""

@@ -99,9 +99,10 @@ def group_pods(pods, metrics, resource, now):
     return ready, unready, missing, ignored
 
 
-def pod_requests(pods, resource):
+def pod_requests(pods, resource, only=None):
     """
-    C{{pod name: request}} (milli-units), the sum of its containers'.
+    C{{pod name: request}} (milli-units), the sum of its containers' (or
+    of the container named C{only}).
 
     @raise MetricError: when a container has no request for C{resource}.
     """
@@ -109,6 +110,8 @@ def pod_requests(pods, resource):
     for pod in pods:
         total = 0
         for container in (pod.get("spec") or {}).get("containers") or ():
+            if only is not None and container.get("name") != only:
+                continue
             request = ((container.get("resources") or {}).get("requests") or {}).get(resource)
             try:
                 total += milli(request)
@@ -146,7 +149,7 @@ def _within(ratio):
     return abs(1.0 - ratio) <= TOLERANCE + 1e-9
 
 
-def replicas_for(current, pods, metrics, resource, target_type, target, now):
+def replicas_for(current, pods, metrics, resource, target_type, target, now, container=None):
     """
     The replica count one resource metric proposes: C{(replicas, utilization
     or None, average usage, timestamp)}.
@@ -154,6 +157,8 @@ def replicas_for(current, pods, metrics, resource, target_type, target, now):
     @param pods: the pods the target's selector picks (full objects).
     @param metrics: C{{pod name: PodMetric}} (milli-units).
     @param target: the target utilization (percent) or average value (milli-units).
+    @param container: for a C{ContainerResource} metric, the container whose
+        requests count; None for the whole pod's.
     @raise MetricError: with upstream's messages.
     """
     if not pods:
@@ -163,7 +168,7 @@ def replicas_for(current, pods, metrics, resource, target_type, target, now):
     for name in ignored | unready:
         metrics.pop(name, None)
     if target_type == UTILIZATION:
-        requests = pod_requests(pods, resource)
+        requests = pod_requests(pods, resource, container)
     if not metrics:
         raise MetricError("did not receive metrics for targeted pods (pods might be unready)")
 

@@ -11,7 +11,8 @@ from orchd.controllers.hpa import (
     CatalogPodMetrics, HorizontalPodAutoscalerController, IPodMetrics, milli_quantity,
 )
 from orchd.registry.resourcemetrics import MetricsCache, Point, resource_metrics_providers
-from tests.controllers.workloadsupport import PODS, WorkloadHarness, replica_set
+from tests.controllers.test_statefulset import stateful_set
+from tests.controllers.workloadsupport import PODS, WorkloadHarness, deployment, replica_set
 from tests.support import APIHarness
 
 HPAS = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
@@ -26,8 +27,10 @@ class FakeMetrics:
         self.clock = clock
         self.cpu = {}
         self.error = None
+        self.containers = []
 
-    async def pod_metrics(self, namespace, selector, resource):
+    async def pod_metrics(self, namespace, selector, resource, container=None):
+        self.containers.append(container)
         if self.error is not None:
             raise calc.MetricError(self.error)
         return {name: calc.PodMetric(value, self.clock.seconds(), 15)
@@ -225,6 +228,36 @@ class HPATests(SynchronousTestCase):
         self.clock.advance(15)
         self.assertEqual(controller._memory, {})
 
+    def test_statefulsets_and_deployments(self):
+        """StatefulSets and Deployments are scaled through their scale subresource too."""
+        self.metrics.cpu = {"web-0": 900, "web-1": 900}
+        apps = "/apis/apps/v1/namespaces/default"
+        self.h.call("POST", f"{apps}/statefulsets", stateful_set(replicas=2), 201)
+        self.h.call("POST", f"{apps}/deployments", deployment(replicas=2), 201)
+        self.h.call("POST", HPAS, hpa(name="sts", kind="StatefulSet"), 201)
+        self.h.call("POST", HPAS, hpa(name="deploy", kind="Deployment"), 201)
+        self.start()
+        self.assertEqual(self.h.get(f"{apps}/statefulsets/web")["spec"]["replicas"], 4)
+        self.assertEqual(self.h.get(f"{apps}/deployments/web")["spec"]["replicas"], 4)
+        self.assertEqual(self.status("sts")["desiredReplicas"], 4)
+
+    def test_container_resource(self):
+        """A ContainerResource metric reads one container, against that container's request."""
+        self.metrics.cpu = {"web-0": 900, "web-1": 900}
+        metrics = [{"type": "ContainerResource", "containerResource": {
+            "name": "cpu", "container": "c",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}]
+        self.h.call("POST", HPAS, hpa(metrics=metrics), 201)
+        self.start()
+        self.assertEqual(self.replicas(), 4)
+        self.assertEqual(self.metrics.containers, ["c"])
+        self.assertEqual(self.status()["currentMetrics"], [{
+            "type": "ContainerResource", "containerResource": {
+                "name": "cpu", "container": "c",
+                "current": {"averageUtilization": 90, "averageValue": "900m"}}}])
+        self.assertIn("cpu container resource utilization (percentage of request) above target",
+                      self.h.events("HorizontalPodAutoscaler")[-1][1])
+
     def test_milli_quantity(self):
         """Milli-units print as upstream's DecimalSI quantities."""
         self.assertEqual([milli_quantity(v) for v in (900, 1000, 1500, 64_000)],
@@ -252,6 +285,12 @@ class CatalogMetricsTests(SynchronousTestCase):
         self.assertEqual((metric.value, metric.timestamp, metric.window), (300, t0, 10.0))
         with self.assertRaises(calc.MetricError):
             api.run(source.pod_metrics("default", "app=none", "cpu"))
+        only = api.run(source.pod_metrics("default", "app=web", "cpu", "b"))
+        self.assertEqual(only["web-0"].value, 200)
+        with self.assertRaises(calc.MetricError) as e:
+            api.run(source.pod_metrics("default", "app=web", "cpu", "sidecar"))
+        self.assertEqual(str(e.exception),
+                         "container sidecar not present in metrics for pod default/web-0")
 
 
 class EnvironmentTests(SynchronousTestCase):

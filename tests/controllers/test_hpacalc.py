@@ -94,6 +94,14 @@ class ReplicaProposalTests(SynchronousTestCase):
             propose([pod("a", cpu=None)], {"a": 1})
         self.assertEqual(str(e.exception), "missing request for cpu in container c of Pod a")
 
+    def test_container_requests(self):
+        """A container's own request is what its utilization is measured against."""
+        two = pod("a")
+        two["spec"]["containers"].append({"name": "side", "resources": {"requests": {
+            "cpu": "250m"}}})
+        self.assertEqual(calc.pod_requests([two], "cpu"), {"a": 1250})
+        self.assertEqual(calc.pod_requests([two], "cpu", "side"), {"a": 250})
+
     def test_milli(self):
         """Quantities are read in thousandths, rounded up."""
         self.assertEqual([calc.milli(q) for q in ("250m", "1", "64Mi", "1n")],
