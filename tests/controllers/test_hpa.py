@@ -12,6 +12,7 @@ from orchd.controllers.hpa import (
 )
 from orchd.registry.resourcemetrics import MetricsCache, Point, resource_metrics_providers
 from tests.controllers.test_statefulset import stateful_set
+from tests.crdfixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.controllers.workloadsupport import PODS, WorkloadHarness, deployment, replica_set
 from tests.support import APIHarness
 
@@ -257,6 +258,16 @@ class HPATests(SynchronousTestCase):
                 "current": {"averageUtilization": 90, "averageValue": "900m"}}}])
         self.assertIn("cpu container resource utilization (percentage of request) above target",
                       self.h.events("HorizontalPodAutoscaler")[-1][1])
+
+    def test_custom_resource_with_scale(self):
+        """A custom resource whose definition has a scale subresource is scaled like the rest."""
+        self.metrics.cpu = {"web-0": 900, "web-1": 900}
+        self.h.call("POST", CRDS, widget_crd(), 201)
+        self.h.call("POST", WIDGETS, widget("web", replicas=2, selector="app=web"), 201)
+        self.h.call("POST", HPAS, dict(hpa(), spec=dict(hpa()["spec"], scaleTargetRef={
+            "apiVersion": "example.com/v1", "kind": "Widget", "name": "web"})), 201)
+        self.start()
+        self.assertEqual(self.h.get(f"{WIDGETS}/web")["spec"]["replicas"], 4)
 
     def test_milli_quantity(self):
         """Milli-units print as upstream's DecimalSI quantities."""
