@@ -61,6 +61,8 @@ setup(
             "grpcio-tools>=1.60",
             # prometheus_client's text parser, the reference reader of /metrics.
             "prometheus_client>=0.20",
+            # A real operator framework run against orchd (tests/integration/test_kopf_operator.py).
+            "kopf>=1.37",
         ],
     },
 )

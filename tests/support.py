@@ -64,7 +64,8 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None, virtual=None, metrics=True, audit_policy=None):
+                 streams=None, virtual=None, metrics=True, audit_policy=None,
+                 upstream_group_names=False):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
@@ -78,6 +79,7 @@ class APIHarness:
             L{APIServerMetrics} timed by C{self.clock}) and serve C{/metrics}.
         @param audit_policy: an audit policy document; the events it asks for
             are kept in C{self.audit.events}.
+        @param upstream_group_names: as C{--upstream-group-names}.
         """
         self.clock = Clock()
         self.clock.advance(1_700_000_000)
@@ -126,9 +128,10 @@ class APIHarness:
                           [self.audit], self.clock.seconds)
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
-            DiscoveryRoutes(self.catalog),
-            settings=ServerSettings(features=FeatureGates.parse(feature_gates)), streams=streams,
-            metrics=self.metrics, auditor=auditor)
+            DiscoveryRoutes(self.catalog, upstream_group_names=upstream_group_names),
+            settings=ServerSettings(features=FeatureGates.parse(feature_gates),
+                                    upstream_group_names=upstream_group_names),
+            streams=streams, metrics=self.metrics, auditor=auditor)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

@@ -14,6 +14,7 @@ import hashlib
 import platform
 import re
 
+from orchd.api.groups import canonical_group
 from orchd.api.kinds import SUBRESOURCE_VERBS, subresource_kind
 
 #: [COMPAT] The media type of aggregated discovery; clients match it literally.
@@ -72,7 +73,10 @@ def version_sort_key(version):
 
 
 def _group_sort_key(group):
-    return (-_GROUP_PRIORITY.get(group, 0), group)
+    # An upstream spelling (--upstream-group-names) sorts right after the
+    # group it names, so the served name stays the preferred one.
+    served = canonical_group(group)
+    return (-_GROUP_PRIORITY.get(served, 0), served != group, group)
 
 
 def _compute_version_info():
@@ -162,11 +166,12 @@ def storage_version_hash(info):
 
     All served versions of one resource share one storage, so the hash names
     the version objects are stored in (C{info.storage_version}), not the one
-    being listed. Clients only compare it.
+    being listed. Clients only compare it. Both spellings of a renamed
+    group name one storage, so they share the hash of the served name.
     """
     if not info.stored:
         return None
-    digest = hashlib.sha256(f"{info.group}/{info.storage_version}/{info.kind}".encode()).digest()
+    digest = hashlib.sha256(f"{canonical_group(info.group)}/{info.storage_version}/{info.kind}".encode()).digest()
     return base64.b64encode(digest[:8]).decode("ascii")
 
 

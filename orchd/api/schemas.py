@@ -42,6 +42,7 @@ import copy
 import functools
 
 from orchd.api import patchschema, schemadefs_core, schemadefs_groups, schemadefs_meta
+from orchd.api.groups import canonical_group
 from orchd.api.schemadefs_base import (
     API_GROUP, API_GROUP_LIST, API_RESOURCE_LIST, API_VERSIONS, CONDITION, CORE,
     DELETE_OPTIONS, GVK_EXTENSION, INT_OR_STRING, LABEL_SELECTOR, LIST_META, LOOSE, META,
@@ -224,11 +225,18 @@ def definitions(kinds):
     extensions clients look them up by. Shared between calls: do not mutate.
     """
     pool = named_definitions()
-    roots, own = [], {}
+    roots, own, owners = [], {}, {}
     for info in kinds:
-        own[definition_name(info)], own[definition_name(info, info.list_kind)] = (
-            kind_definitions(info))
-        roots.append(definition_name(info))
+        name, list_name = definition_name(info), definition_name(info, info.list_kind)
+        kind, kind_list = kind_definitions(info)
+        first = owners.setdefault(name, info)
+        if first is not info and canonical_group(first.group) == canonical_group(info.group):
+            # One kind served under both spellings of its group
+            # (--upstream-group-names): one definition, looked up by either
+            # GVK, as upstream lists every GVK a definition is served as.
+            kind, kind_list = _both_gvks(own[name], kind), _both_gvks(own[list_name], kind_list)
+        own[name], own[list_name] = kind, kind_list
+        roots.append(name)
         # The kinds its subresources take (a Scale), when described.
         roots.extend(name for name in (named_kind(*sub) for sub in info.subresource_kinds.values())
                      if name in pool)
@@ -245,6 +253,13 @@ def definitions(kinds):
     for name in closure(roots, {**pool, **result}):
         result.setdefault(name, pool.get(name))
     return result
+
+
+def _both_gvks(first, second):
+    """C{first} with the GVKs of C{second} added to its GVK extension."""
+    known = first[GVK_EXTENSION]
+    added = [entry for entry in second[GVK_EXTENSION] if entry not in known]
+    return {**first, GVK_EXTENSION: known + added}
 
 
 def references(schema, found=None):

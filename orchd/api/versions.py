@@ -2,7 +2,8 @@
 """
 Which group/versions and resources the server serves: C{--runtime-config}.
 
-Stable versions are served by default, alpha and beta versions are not. The
+Stable versions are served by default, alpha and beta versions are not
+(but for the few in C{_ON_BY_DEFAULT}, as upstream's clusters serve them). The
 flag is a comma list of C{<key>[=<value>]} (an omitted value means C{true})
 applied in upstream's order, whatever the order written: first the stage
 keys C{api/all}, C{api/ga}, C{api/beta}, C{api/alpha} (in that order), then
@@ -38,6 +39,11 @@ _STAGE_KEYS = frozenset(key for key, _ in _STAGE_MATCHERS)
 
 #: Names the core group goes by in keys.
 _CORE_NAMES = ("", "api")
+
+#: Non-stable group/versions served unless switched off: the resource metrics
+#: API has only a beta version upstream, served whenever metrics-server runs
+#: (here, always: the control plane scrapes the nodes itself).
+_ON_BY_DEFAULT = frozenset({("metrics.orch.io", "v1beta1")})
 
 _TRUE = frozenset({"1", "t", "true"})
 _FALSE = frozenset({"0", "f", "false"})
@@ -161,7 +167,8 @@ def resource_config(runtime_config_text, kinds):
     table = _Table(kinds)
     versions = {}
     for info in kinds:
-        versions[(info.group, info.version)] = info.stage == "stable"
+        versions[(info.group, info.version)] = (info.stage == "stable"
+                                                or (info.group, info.version) in _ON_BY_DEFAULT)
 
     for stage_key, matches in _STAGE_MATCHERS:
         if stage_key in overrides:

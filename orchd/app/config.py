@@ -187,6 +187,9 @@ class Config:
                                          "node is marked unhealthy.")
     pod_eviction_timeout = _setting(_interval, "5m0s", "Grace period for deleting pods "
                                     "on failed nodes.")
+    horizontal_pod_autoscaler_sync_period = _setting(_interval, "15s", "Time between two "
+                                                     "reconciliations of each "
+                                                     "HorizontalPodAutoscaler.")
     simulated_nodes = _setting(_simulated_nodes, "0", "Run this many simulated nodes in this "
                                "process besides the local one, named <node name>-sim-<i>, "
                                "each with its own Node, Lease and identity (not with "
@@ -236,6 +239,11 @@ class Config:
                                              "longer, five tries in all).")
     log_format = _setting(_log_format, "text", "Format of the process's log: text, or json "
                           "(one object per line, for every log event).")
+    upstream_group_names = _setting(parse_bool, "false", "Also name the renamed API groups "
+                                    "in their upstream spelling (apiextensions.k8s.io, "
+                                    "rbac.authorization.k8s.io, ...) in discovery, OpenAPI "
+                                    "and AdmissionReview, for unmodified manifests, charts "
+                                    "and operator frameworks.")
     config = _setting(_string, None, "YAML file with these settings (keys as the flags, "
                       "without --); flags win.")
 

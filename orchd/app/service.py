@@ -16,6 +16,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.error import CannotListenError
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
+from twisted.web.client import HTTPConnectionPool
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
@@ -27,6 +28,7 @@ from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.fdlimit import raise_open_file_limit
+from orchd.app.metricsscraper import MetricsScraper, agent_fetch
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.orchletsettings import orchlet_settings, simulated_node_settings
 from orchd.app.pki import PKI, PKIError
@@ -67,6 +69,7 @@ from orchd.registry.customresources import custom_resource_kinds
 from orchd.registry.kinds.builtin import builtin_registry
 from orchd.registry.nodeproxy import node_proxy_connector
 from orchd.registry.podlog import pod_log_connector
+from orchd.registry.resourcemetrics import MetricsCache, resource_metrics_providers
 from orchd.registry.scale import scale_connectors
 from orchd.registry.reviews import review_providers
 from orchd.registry.servicealloc import ServiceAllocators
@@ -217,14 +220,18 @@ class ControlPlane(MultiService):
                              config.service_account_issuer, reactor)
         bindings, binding_connectors = binding_resources()
         statuses = component_status_provider(self.components.statuses(self.store), reactor)
+        #: NodeMetrics and PodMetrics, as the scraper last read them from the nodes.
+        self.resource_metrics = MetricsCache()
+        metrics_kinds = resource_metrics_providers(self.resource_metrics, lambda: self.catalog,
+                                                   reactor)
         # Last in the chain: mutating webhooks after the built-in mutating
         # plugins, validating webhooks after every other validation.
-        webhooks = webhook_admission(reads, reactor, self.kinds)
+        webhooks = webhook_admission(reads, reactor, self.kinds, config.upstream_group_names)
         webhooks.setServiceParent(self)     # its informers are ready before /readyz
         self.catalog = Catalog(
             self.kinds, self.store, reactor,
             virtual={**review_providers(authorizer, reactor, self.tokens), **bindings,
-                     **statuses},
+                     **statuses, **metrics_kinds},
             plugins=(RBACEscalation(self.authorization.policy, authorizer),
                      ServiceAccountAdmission(self.store), NodeRestriction(),
                      DefaultTolerationSeconds(config.pod_eviction_timeout),
@@ -260,9 +267,10 @@ class ControlPlane(MultiService):
         offload.setServiceParent(self)
         resource = APIServer(
             self.catalog, authenticator, authorizer, self.health,
-            DiscoveryRoutes(self.catalog, offload),
+            DiscoveryRoutes(self.catalog, offload, config.upstream_group_names),
             InflightLimiter(config.max_requests_inflight, config.max_mutating_requests_inflight),
-            ServerSettings(config.min_request_timeout, config.feature_gates, offload),
+            ServerSettings(config.min_request_timeout, config.feature_gates, offload,
+                           config.upstream_group_names),
             streams=self._stream_forwarder(), metrics=metrics,
             auditor=self.auditor,
         )
@@ -276,6 +284,7 @@ class ControlPlane(MultiService):
             self.catalog, reactor, config)
         self.components.follow(self.controllers)
         self.controllers.setServiceParent(self)
+        self._metrics_scraper().setServiceParent(self)
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)
         try:
@@ -311,6 +320,17 @@ class ControlPlane(MultiService):
             orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
                           pki.orchlet_client_key_pem),
             plain_agent(self.reactor, pki.ca_pem))
+
+    def _metrics_scraper(self):
+        """The nodes' resource metrics, read as C{nodes/proxy} reads them, into the cache."""
+        pki = self.pki
+        # One kept connection per node (a scrape every 15 s), closed at stop.
+        pool = HTTPConnectionPool(self.reactor, persistent=True)
+        pool.maxPersistentPerHost = 1
+        agent = orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
+                              pki.orchlet_client_key_pem, pool=pool)
+        return MetricsScraper.for_catalog(self.reactor, self.catalog, agent_fetch(agent),
+                                          self.resource_metrics, pool=pool)
 
     def _storage_types(self):
         """C{(key prefix, resource label)} of the served kinds, for the storage latency."""

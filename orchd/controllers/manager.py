@@ -14,6 +14,7 @@ from orchd.controllers.disruption import DisruptionController
 from orchd.controllers.endpoints import EndpointsController
 from orchd.controllers.endpointslices import EndpointSliceController
 from orchd.controllers.garbagecollector import GarbageCollector
+from orchd.controllers.hpa import HorizontalPodAutoscalerController
 from orchd.controllers.job import JobController
 from orchd.controllers.namespaces import NamespaceController
 from orchd.controllers.nodelifecycle import NodeLifecycleController
@@ -105,6 +106,8 @@ CONTROLLERS = {
     "job": (_plain(JobController), True, (("batch", "jobs"), _PODS)),
     "ttl-after-finished": (_plain(TTLAfterFinishedController), True, (("batch", "jobs"),)),
     "cronjob": (_plain(CronJobController), True, (("batch", "cronjobs"), ("batch", "jobs"))),
+    "horizontalpodautoscaling": (HorizontalPodAutoscalerController.from_environment, True,
+                                 (("autoscaling", "horizontalpodautoscalers"), _PODS)),
 }
 
 

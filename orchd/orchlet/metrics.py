@@ -32,6 +32,9 @@ _METRICS = (
     ("pod_memory_working_set_bytes", "gauge", "Current working set of the pod in bytes"),
     ("resource_scrape_error", "gauge",
      "1 if there was an error while getting container metrics, 0 otherwise"),
+    # [COMPAT] the older name, still served beside the stable one (ALPHA upstream).
+    ("scrape_error", "gauge",
+     "1 if there was an error while getting container metrics, 0 otherwise"),
 )
 
 
@@ -60,12 +63,24 @@ def _number(value):
     return text[:-2] if text.endswith(".0") else text
 
 
-def resource_metrics(stats):
-    """The Prometheus text exposition of C{/metrics/resource}, as bytes."""
+def resource_metrics(stats, read_at=None):
+    """
+    The Prometheus text exposition of C{/metrics/resource}, as bytes.
+
+    @param read_at: when C{stats} were read (seconds since the epoch), or
+        None. The stats' times have a second's precision; a sample stamped
+        in that same second is stamped C{read_at} to the millisecond, as the
+        kubelet's are, so that rates over a scrape interval are exact.
+    """
     samples = {name: [] for name, _, _ in _METRICS}
 
     def add(name, labels, value, stamp):
-        millis = f" {_seconds(stamp) * 1000}" if stamp else ""
+        millis = ""
+        if stamp:
+            when = _seconds(stamp)
+            if read_at is not None and int(read_at) == when:
+                when = read_at
+            millis = f" {int(round(when * 1000))}"
         samples[name].append(f"{name}{labels} {_number(value)}{millis}")
 
     node = stats.get("node") or {}
@@ -98,9 +113,11 @@ def resource_metrics(stats):
             add("pod_memory_working_set_bytes", labels, memory["workingSetBytes"],
                 memory["time"])
     add("resource_scrape_error", "", 0, None)
+    add("scrape_error", "", 0, None)
     lines = []
     for name, kind, help_text in _METRICS:
-        lines.append(f"# HELP {name} [STABLE] {help_text}")
+        stability = "ALPHA" if name == "scrape_error" else "STABLE"
+        lines.append(f"# HELP {name} [{stability}] {help_text}")
         lines.append(f"# TYPE {name} {kind}")
         lines.extend(samples[name])
     return ("\n".join(lines) + "\n").encode("utf-8")

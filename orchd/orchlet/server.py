@@ -140,7 +140,8 @@ class OrchletResource(Resource):
         if rest != ["resource"]:
             raise _NOT_FOUND
         stats = await maybeDeferred(self._runtime.stats)
-        return _Answer(200, metrics.resource_metrics(stats), metrics.PROMETHEUS_TYPE)
+        read_at = self._reactor.seconds()
+        return _Answer(200, metrics.resource_metrics(stats, read_at), metrics.PROMETHEUS_TYPE)
 
     async def _spec(self, request, rest):
         if rest:

@@ -26,12 +26,11 @@ from zope.interface import implementer
 from orchd.api.meta import rfc3339
 from orchd.orchlet.runtime import CheckpointUnsupported, IRuntime, UnknownContainer
 from orchd.orchlet.simpod import PodHooks, SimulatedPod
+from orchd.orchlet.simusage import CPUCounter, PodUsage, Usage
 
 #: Pod IPs come from this private range by default, one per pod.
 POD_NETWORK = ipaddress.ip_network("10.88.0.0/16")
-#: Synthetic usage: each container burns this much CPU and holds this much memory.
-CONTAINER_NANO_CORES = 1_000_000          # one millicore
-CONTAINER_WORKING_SET = 8 * 1024 * 1024
+#: Synthetic usage (per container, from its pod's annotations) is L{orchd.orchlet.simusage}'s.
 NODE_MEMORY = 8 * 1024 * 1024 * 1024
 NODE_BASE_NANO_CORES = 50_000_000
 NODE_BASE_WORKING_SET = 512 * 1024 * 1024
@@ -85,6 +84,10 @@ class SimulatedRuntime:
         self._network = network
         self._started = clock.seconds()
         self._pods = {}            # (namespace, name) -> SimulatedPod
+        self._usage = {}           # (namespace, name) -> PodUsage
+        # The node's counter: its own base rate plus its running containers',
+        # as last seen (the rate changes at each stats() call).
+        self._node_cpu = CPUCounter(self._started, NODE_BASE_NANO_CORES)
         self._logs = {}            # (namespace, name, container) -> bytearray
         self._ips = set()
         self._next_ip = 0
@@ -109,8 +112,22 @@ class SimulatedRuntime:
             record = self._pods[key] = SimulatedPod(pod, self._clock, self._hooks,
                                                     self._host_ip, self._allocate_ip(stored))
             record.start()
+            usage = self._usage[key] = PodUsage(Usage.of(pod))
+            self._usage_problems(record, usage.usage.problems, [])
         else:
+            usage = self._usage.setdefault(key, PodUsage(Usage.of(pod)))
+            self._count(record, usage)      # what ran so far, at the old rate
             record.update(pod)
+            before = usage.usage.problems
+            usage.update(self._clock.seconds(), Usage.of(pod))
+            self._usage_problems(record, usage.usage.problems, before)
+
+    def _usage_problems(self, record, problems, before):
+        """A C{FailedSimulation} event for each usage annotation newly ignored."""
+        for key, why in problems:
+            if (key, why) not in before:
+                self._event(record, "Warning", "FailedSimulation",
+                            f"annotation {key} ignored: {why}", None)
 
     def stop_pod(self, namespace, name, grace):
         record = self._pods.get((namespace, name))
@@ -125,6 +142,7 @@ class SimulatedRuntime:
         if record is None:
             return
         record.kill()
+        self._usage.pop((namespace, name), None)
         self._ips.discard(record.ip)
         for container in record.containers:
             self._logs.pop((namespace, name, container.name), None)
@@ -208,38 +226,49 @@ class SimulatedRuntime:
 
     # Statistics
 
+    def _count(self, record, usage):
+        """C{[(container, counter)]} of C{record}'s running containers."""
+        return [(container, usage.counter(container.name, container.started_at))
+                for container in record.containers if container.running]
+
     def stats(self):
-        now = self._clock.seconds()
+        # To the millisecond, as the resource metrics stamp it: rates between
+        # two readings are then exact.
+        now = round(self._clock.seconds(), 3)
         stamp = rfc3339(now)
         pods, total_cores, total_memory = [], NODE_BASE_NANO_CORES, NODE_BASE_WORKING_SET
         for (namespace, name), record in self._pods.items():
-            containers, busy = [], 0.0
-            for container in record.containers:
-                if not container.running:
-                    continue
-                started = container.started_at
-                busy += now - started
+            usage = self._usage.setdefault((namespace, name), PodUsage(Usage.of(record.pod)))
+            rate, working_set = usage.usage.nano_cores, usage.usage.working_set
+            containers, used = [], 0
+            for container, counter in self._count(record, usage):
+                seconds = counter.core_nano_seconds(now)
+                used += seconds
                 containers.append({
-                    "name": container.name, "startTime": rfc3339(started),
-                    "cpu": _cpu(stamp, CONTAINER_NANO_CORES, now - started),
-                    "memory": _memory(stamp, CONTAINER_WORKING_SET),
+                    "name": container.name, "startTime": rfc3339(container.started_at),
+                    "cpu": {"time": stamp, "usageNanoCores": rate,
+                            "usageCoreNanoSeconds": seconds},
+                    "memory": _memory(stamp, working_set),
                 })
             count = len(containers)
-            total_cores += CONTAINER_NANO_CORES * count
-            total_memory += CONTAINER_WORKING_SET * count
+            total_cores += rate * count
+            total_memory += working_set * count
             pods.append({
                 "podRef": {"name": name, "namespace": namespace, "uid": record.uid},
                 "startTime": rfc3339(record.arrived),
                 "containers": containers,
-                "cpu": dict(_cpu(stamp, CONTAINER_NANO_CORES * count, 0),
-                            usageCoreNanoSeconds=int(CONTAINER_NANO_CORES * busy)),
-                "memory": _memory(stamp, CONTAINER_WORKING_SET * count),
+                "cpu": {"time": stamp, "usageNanoCores": rate * count,
+                        "usageCoreNanoSeconds": used},
+                "memory": _memory(stamp, working_set * count),
                 "network": {"time": stamp, "name": "eth0", "rxBytes": 0, "rxErrors": 0,
                             "txBytes": 0, "txErrors": 0},
             })
+        node_cpu = {"time": stamp, "usageNanoCores": total_cores,
+                    "usageCoreNanoSeconds": self._node_cpu.core_nano_seconds(now)}
+        self._node_cpu.set_rate(now, total_cores)
         node = {
             "startTime": rfc3339(self._started),
-            "cpu": _cpu(stamp, total_cores, now - self._started),
+            "cpu": node_cpu,
             "memory": dict(_memory(stamp, total_memory),
                            availableBytes=NODE_MEMORY - total_memory),
             "systemContainers": [

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.api.test_openapi,tests.api.test_groups,tests.server.test_handlers,tests.server.test_openapi_v2 -*-
+# -*- test-case-name: tests.api.test_openapi,tests.api.test_groups,tests.server.test_handlers,tests.server.test_openapi_v2,tests.server.test_upstream_names -*-
 """
 Serving discovery and OpenAPI: C{/version}, C{/api}, C{/apis/...}, C{/openapi/...}.
 
@@ -17,6 +17,7 @@ from zope.interface import implementer
 
 from orchd.api import codecs, discovery, openapi, openapiproto
 from orchd.api.errors import StatusError
+from orchd.api.groups import with_upstream_names
 from orchd.registry.definitions import IKindListener
 from orchd.server.errors import request_gone
 from orchd.server.negotiation import negotiate, wants_aggregated
@@ -47,17 +48,25 @@ class DiscoveryRoutes:
         the documents describe; they follow its changes.
     @param offload: C{offload(f, *args)}, a Deferred of C{f(*args)} computed
         off the reactor thread (L{orchd.server.offload.Offload}).
+    @param upstream_group_names: C{--upstream-group-names}: the documents
+        also list every renamed group under its upstream spelling
+        (L{orchd.api.groups.with_upstream_names}), after the served name.
     """
 
-    def __init__(self, catalog, offload=maybeDeferred):
+    def __init__(self, catalog, offload=maybeDeferred, upstream_group_names=False):
         self._catalog = catalog
         self._offload = offload
-        self._kinds = list(catalog.served_kinds)
+        self._upstream_group_names = upstream_group_names
+        self._kinds = self._described_kinds()
         self._cache = {}
         catalog.subscribe(self)
 
+    def _described_kinds(self):
+        kinds = list(self._catalog.served_kinds)
+        return with_upstream_names(kinds) if self._upstream_group_names else kinds
+
     def _changed(self):
-        self._kinds = list(self._catalog.served_kinds)
+        self._kinds = self._described_kinds()
         self._cache = {}
 
     def kind_registered(self, definition):

@@ -198,6 +198,7 @@ class ColumnTests(SynchronousTestCase):
             ("authorization.orch.io", "SubjectAccessReview"),
             ("rbac.authorization.orch.io", "Role"),
             ("rbac.authorization.orch.io", "ClusterRole"),
+            ("metrics.orch.io", "NodeMetrics"), ("metrics.orch.io", "PodMetrics"),
         })
         # The Scale of the scale subresources is printed by their connector (registry/scale.py).
         used = {id(k.printer) for k in KINDS} | {id(workloads.SCALE)}

@@ -39,8 +39,9 @@ class DefaultTests(SynchronousTestCase):
         self.assertEqual(served(None, TABLE), STABLE)
 
     def test_real_table(self):
-        """Every stable row of the real table is served, no other."""
-        expected = {(i.group, i.version, i.resource) for i in KINDS if i.stage == "stable"}
+        """Every stable row of the real table is served, and the resource metrics beta."""
+        expected = {(i.group, i.version, i.resource) for i in KINDS
+                    if i.stage == "stable" or i.group == "metrics.orch.io"}
         self.assertEqual(served(""), expected)
         self.assertNotIn(("flowcontrol.apiserver.orch.io", "v1beta2", "flowschemas"), served(""))
 

@@ -87,6 +87,11 @@ class BooleanFlagTests(SynchronousTestCase):
             self.assertIs(parse(f"--authentication-token-webhook={text}")
                           .authentication_token_webhook, expected)
 
+    def test_upstream_group_names(self):
+        """--upstream-group-names alone turns the upstream spellings on; =false keeps them off."""
+        self.assertIs(parse("--upstream-group-names").upstream_group_names, True)
+        self.assertIs(parse("--upstream-group-names=false").upstream_group_names, False)
+
     def test_yaml_native(self):
         """YAML booleans are read as they are."""
         self.assertIs(parse_bool(True), True)
@@ -100,7 +105,7 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "orchlet-anonymous-auth",
                                          "orchlet-authentication-token-webhook",
                                          "leader-elect", "enable-metrics",
-                                         "audit-log-compress"})
+                                         "audit-log-compress", "upstream-group-names"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""
@@ -126,10 +131,12 @@ class DefaultTests(SynchronousTestCase):
         self.assertEqual(config.controllers, ("*",))
         self.assertEqual((config.livez_grace_period, config.shutdown_delay_duration), (0.0, 0.0))
         self.assertEqual(config.node_monitor_grace_period, 40.0)
+        self.assertEqual(config.horizontal_pod_autoscaler_sync_period, 15.0)
         self.assertEqual(config.pod_eviction_timeout, 300.0)
         self.assertEqual((config.max_requests_inflight, config.max_mutating_requests_inflight,
                           config.min_request_timeout), (400, 200, 1800))
         self.assertEqual(config.root_dir, os.path.join("./orchd-data", "orchlet"))
+        self.assertIs(config.upstream_group_names, False)
         self.assertEqual(config.feature_gates, FeatureGates.defaults())
         self.assertEqual(config.runtime_config, "")
         self.assertIsNone(config.client_ca_file)

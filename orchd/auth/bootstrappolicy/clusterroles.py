@@ -4,7 +4,8 @@ The cluster-wide bootstrap roles and their bindings.
 
 Contents follow upstream's default policy with the vendor domain renamed.
 Rules on API groups this server does not serve are left out (the
-C{extensions} group, metrics and dynamic resource allocation), as are
+C{extensions} group, custom and external metrics and dynamic resource
+allocation), as are
 roles for kinds it does not have (cluster trust bundles).
 """
 
@@ -17,6 +18,7 @@ from orchd.api.kinds import (
     CERTIFICATES,
     COORDINATION,
     DISCOVERY,
+    METRICS,
     NETWORKING,
     POLICY,
     RBAC,
@@ -111,6 +113,10 @@ _AGGREGATED = (
     cluster_role("edit", labels=aggregate_to("admin"), aggregate_from="edit"),
     # Reading what does not escalate (so not secrets) in a namespace.
     cluster_role("view", labels=aggregate_to("edit"), aggregate_from="view"),
+    # Reading resource metrics (kubectl top), as metrics-server's manifest grants it.
+    cluster_role("system:aggregated-metrics-reader",
+                 labels={**aggregate_to("view"), **aggregate_to("edit"), **aggregate_to("admin")},
+                 rules=[rule(READ, [METRICS], ["pods", "nodes"])]),
     cluster_role("system:aggregate-to-admin", labels=aggregate_to("admin"), rules=[
         rule(["create"], [AUTHORIZATION], ["localsubjectaccessreviews"]),
         rule(READ_WRITE, [RBAC], ["roles", "rolebindings"]),

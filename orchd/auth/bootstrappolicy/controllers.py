@@ -8,8 +8,8 @@ Upstream's list, less the controllers that have nothing to act on here:
 the cloud ones (route, service load balancers) and those of kinds or groups
 this server does not serve (resource claims, service CIDRs, validating
 admission policies, storage versions and their migration, volume
-attributes classes). The autoscaler's metrics rules are left out with the
-metrics groups.
+attributes classes). The autoscaler's rules on the custom and external
+metrics groups are left out with those groups.
 """
 
 from orchd.api.kinds import (
@@ -19,6 +19,7 @@ from orchd.api.kinds import (
     BATCH,
     CERTIFICATES,
     DISCOVERY,
+    METRICS,
     POLICY,
     RBAC,
     STORAGE,
@@ -145,6 +146,7 @@ CONTROLLER_RULES = {
         rule(["update"], [AUTOSCALING], ["horizontalpodautoscalers/status"]),
         rule(["get", "update"], ["*"], ["*/scale"]),
         rule(["list"], [""], ["pods"]),
+        rule(["list"], [METRICS], ["pods"]),
         events_rule(),
     ),
     "job-controller": (

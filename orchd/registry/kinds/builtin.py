@@ -21,8 +21,8 @@ from orchd.api import schemadefs_groups as group_schemas
 from orchd.api.kinds import (
     ADMISSION, APIEXTENSIONS, APIREGISTRATION, APPS, AUTHENTICATION, AUTHORIZATION, AUTOSCALING,
     BATCH, CERTIFICATES, COORDINATION, CORE, CREATE_ONLY, DISCOVERY, DNS1035, EVENTS,
-    FLOWCONTROL, LABEL, NETWORKING, NO_COLLECTION_DELETE, NODE, PATH_SEGMENT, POLICY, RBAC,
-    READ_ONLY, SCHEDULING, STORAGE, KindInfo,
+    FLOWCONTROL, LABEL, METRICS, NETWORKING, NO_COLLECTION_DELETE, NODE, PATH_SEGMENT, POLICY,
+    RBAC, READ_ONLY, SCHEDULING, STORAGE, KindInfo,
 )
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
 from orchd.registry.definitions import KindDefinition, KindRegistry, enabled_definitions
@@ -43,9 +43,8 @@ from orchd.registry.kinds.rbac import (
 )
 from orchd.registry.kinds.service import ServiceStrategy
 from orchd.registry.kinds.volumes import PersistentVolumeClaimStrategy, PersistentVolumeStrategy
-from orchd.registry.kinds.statusfields import (
-    HorizontalPodAutoscalerStrategy, IngressStrategy, VolumeAttachmentStrategy,
-)
+from orchd.registry.kinds.autoscaler import HorizontalPodAutoscalerStrategy
+from orchd.registry.kinds.statusfields import IngressStrategy, VolumeAttachmentStrategy
 from orchd.registry.kinds.webhookconfiguration import (
     MutatingWebhookConfigurationStrategy, WebhookConfigurationStrategy,
 )
@@ -172,6 +171,10 @@ DEFINITIONS = (
     _ns(AUTOSCALING, "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
         short_names=("hpa",), subresources=_STATUS, categories=_ALL,
         strategy=HorizontalPodAutoscalerStrategy, printer=workloads.HORIZONTAL_POD_AUTOSCALER),
+    # metrics.orch.io/v1beta1: usage from the node agents, kept in memory
+    # (orchd/registry/resourcemetrics.py)
+    _cluster(METRICS, "v1beta1", "nodes", "NodeMetrics", verbs=READ_ONLY, stored=False),
+    _ns(METRICS, "v1beta1", "pods", "PodMetrics", verbs=READ_ONLY, stored=False),
     # batch/v1
     _ns(BATCH, "v1", "cronjobs", "CronJob", short_names=("cj",), subresources=_STATUS,
         categories=_ALL, strategy=CronJobStrategy, printer=workloads.CRON_JOB,

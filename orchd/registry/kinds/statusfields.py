@@ -36,11 +36,6 @@ class StatusFieldsStrategy(DefaultStrategy):
 
 
 @implementer(IStrategy)
-class HorizontalPodAutoscalerStrategy(StatusFieldsStrategy):
-    zero_status = {"desiredReplicas": 0}
-
-
-@implementer(IStrategy)
 class IngressStrategy(StatusFieldsStrategy):
     zero_status = {"loadBalancer": {}}
 
