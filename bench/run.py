@@ -23,12 +23,14 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
   continue tokens, --page-passes full passes a round on one keep-alive
   connection: per-page latency (p50, p99, max) and seconds per pass.
 
-Three more compare orchd with itself: JSON against protobuf (encoding_cases
+Five more compare orchd with itself: JSON against protobuf (encoding_cases
 below), the default Node,RBAC against AlwaysAllow with --roles
 ClusterRoles and --bindings bindings stored (authz.py), and Secret create
 and GET with secrets encrypted at rest by aesgcm against no encryption
-(encryption.py), and custom resource create and GET against the same
-calls on ConfigMaps (customresources.py).
+(encryption.py), custom resource create and GET against the same
+calls on ConfigMaps (customresources.py), and config map create and GET
+with a Metadata-level audit log written to a file against auditing off
+(audit.py).
 
 metrics (metrics.py): a scrape of /metrics with --objects config maps and
 --watchers open watches (target under 100 ms), then create@16 and GET@16 on
@@ -69,7 +71,8 @@ test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
-                    metrics,heartbeats,etcd,scheduling,deployment,daemonset,jobs,webhooks]
+                    metrics,audit,heartbeats,etcd,scheduling,deployment,daemonset,jobs,
+                    webhooks]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
@@ -91,6 +94,7 @@ import tempfile
 import time
 import urllib.parse
 
+from audit import audit_cases, print_audit
 from authz import authz_cases, print_authz
 from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
@@ -105,8 +109,8 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "customresources", "metrics", "heartbeats", "etcd", "scheduling", "deployment",
-         "daemonset", "jobs", "webhooks")
+         "customresources", "metrics", "audit", "heartbeats", "etcd", "scheduling",
+         "deployment", "daemonset", "jobs", "webhooks")
 
 
 #: The sizes of --smoke (options given on the command line still win).
@@ -327,6 +331,10 @@ def main():
         metrics = os.path.join(workdir, "metrics")
         os.mkdir(metrics)
         metrics_cases(metrics, args, template, body_path, report)
+    if "audit" in selected:
+        audit = os.path.join(workdir, "audit")
+        os.mkdir(audit)
+        audit_cases(audit, args, template, body_path, report)
     if "heartbeats" in selected:
         heartbeats = os.path.join(workdir, "heartbeats")
         os.mkdir(heartbeats)
@@ -348,6 +356,7 @@ def main():
     print_encryption(report)
     print_customresources(report)
     print_metrics(report)
+    print_audit(report)
     print_heartbeats(report)
     print_etcd(report)
     print_workloads(report)

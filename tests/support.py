@@ -28,7 +28,10 @@ from orchd.registry.reviews import review_providers
 from orchd.registry.scale import scale_connectors
 from orchd.registry.servicealloc import ServiceAllocators
 from orchd.registry.tokenrequest import token_request_connector
+from orchd.server.audit.memory import MemorySink
+from orchd.server.audit.policy import Policy
 from orchd.server.discovery import DiscoveryRoutes
+from orchd.server.filters.audit import Auditor
 from orchd.server.health import Health
 from orchd.server.settings import ServerSettings
 from orchd.server.requestmetrics import APIServerMetrics
@@ -61,7 +64,8 @@ class APIHarness:
     def __init__(self, user=ADMIN, authorizers=None, runtime_config="", store=None,
                  system_namespaces=True, feature_gates="", rbac=False, plugins=(),
                  service_account_key=None, connectors=None, service_cluster_ip_range=None,
-                 streams=None, virtual=None, metrics=True, upstream_group_names=False):
+                 streams=None, virtual=None, metrics=True, audit_policy=None,
+                 upstream_group_names=False):
         """
         @param service_account_key: C{(private_key_pem, algorithm)} to serve
             TokenRequests and accept service-account tokens (C{self.issuer},
@@ -73,6 +77,8 @@ class APIHarness:
             C{nodes/proxy} and C{pods/log} with; not served if None.
         @param metrics: count requests into C{self.metrics} (an
             L{APIServerMetrics} timed by C{self.clock}) and serve C{/metrics}.
+        @param audit_policy: an audit policy document; the events it asks for
+            are kept in C{self.audit.events}.
         @param upstream_group_names: as C{--upstream-group-names}.
         """
         self.clock = Clock()
@@ -117,12 +123,15 @@ class APIHarness:
         self.health = Health(self.clock)
         self.authenticator = FixedUser(user)
         self.metrics = APIServerMetrics(timer=self.clock.seconds) if metrics else None
+        self.audit = MemorySink()
+        auditor = Auditor(Policy.from_document(audit_policy) if audit_policy else None,
+                          [self.audit], self.clock.seconds)
         self.resource = APIServer(
             self.catalog, self.authenticator, self.authorizer, self.health,
             DiscoveryRoutes(self.catalog, upstream_group_names=upstream_group_names),
             settings=ServerSettings(features=FeatureGates.parse(feature_gates),
                                     upstream_group_names=upstream_group_names),
-            streams=streams, metrics=self.metrics)
+            streams=streams, metrics=self.metrics, auditor=auditor)
         self.treq = StubTreq(self.resource)
         if system_namespaces:
             for name in ("default", "orch-system", "orch-public", "orch-node-lease"):

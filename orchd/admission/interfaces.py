@@ -20,15 +20,15 @@ class AdmissionAttributes:
     @ivar obj: the new object (None for DELETE); mutating plugins may edit it.
     @ivar old: the stored object (None for CREATE).
     @ivar warn: a callable taking a text for the response's C{Warning} headers.
-    @ivar audit_annotations: None, or C{{key: value}} that admission
-        webhooks asked to be recorded with the request in the audit log.
+    @ivar audit_annotation: a callable C{(key, value)} annotating the
+        request's audit event; use L{add_audit_annotation}.
     """
 
     __slots__ = ("operation", "info", "namespace", "name", "subresource", "obj", "old",
-                 "user", "dry_run", "warn", "audit_annotations")
+                 "user", "dry_run", "warn", "audit_annotation")
 
     def __init__(self, operation, info, namespace, name, obj, old, user, subresource="",
-                 dry_run=False, warn=None):
+                 dry_run=False, warn=None, audit_annotation=None):
         self.operation = operation
         self.info = info
         self.namespace = namespace
@@ -39,7 +39,17 @@ class AdmissionAttributes:
         self.subresource = subresource
         self.dry_run = dry_run
         self.warn = warn if warn is not None else _no_warning
-        self.audit_annotations = None
+        self.audit_annotation = audit_annotation
+
+    def add_audit_annotation(self, key, value):
+        """
+        Add C{key: value} to the annotations of the request's audit event, as
+        upstream's C{AddAnnotation}: how a plugin records what it found
+        without changing the object (pod security's audit violations).
+        Nothing happens when the request is not audited.
+        """
+        if self.audit_annotation is not None:
+            self.audit_annotation(key, value)
 
 
 def _no_warning(text):

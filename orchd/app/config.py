@@ -21,12 +21,13 @@ import attr
 from orchd.api import yamldecode
 
 from orchd.api.features import describe_gates
+from orchd.server.audit.policy import AuditPolicyError, Policy
 from orchd.app.values import (  # noqa: F401 (the upper-case names and parse_* are re-exported)
     AUTHORIZATION_MODES, DEFAULT_AUTHORIZATION_MODE, parse_bool, parse_duration,
     _authorization_modes, _bootstrap_token, _cidr, _controllers, _etcd_servers, _feature_gates,
     _https_url, _interval, _ip_address, _items, _node_name, _non_negative,
     _orchlet_authorization_mode, _port, _resource_list, _runtime_config, _simulated_nodes,
-    _storage_backend, _string, _webhook_version,
+    _storage_backend, _string, _webhook_version, _audit_log_format, _log_format,
 )
 
 _META = "orchd"
@@ -202,6 +203,39 @@ class Config:
                                               "served at once; 0 is no limit.")
     min_request_timeout = _setting(_non_negative, "1800", "Shortest timeout, in seconds, "
                                    "of long-running requests such as watches.")
+    audit_policy_file = _setting(_string, None, "Audit Policy (audit.orch.io/v1 or "
+                                 "audit.k8s.io/v1): which requests are recorded, at which "
+                                 "level; nothing is audited without it.")
+    audit_log_path = _setting(_string, None, "File the audit events are written to, one per "
+                              "line; '-' means standard output.")
+    audit_log_maxage = _setting(_non_negative, "0", "Days to keep rotated audit log files, by "
+                                "the timestamp in their names; 0 keeps them.")
+    audit_log_maxbackup = _setting(_non_negative, "0", "Most rotated audit log files kept; 0 "
+                                   "keeps all.")
+    audit_log_maxsize = _setting(_non_negative, "0", "Megabytes of an audit log file before "
+                                 "it is rotated; 0 never rotates.")
+    audit_log_compress = _setting(parse_bool, "false", "Gzip rotated audit log files.")
+    audit_log_format = _setting(_audit_log_format, "json", "Audit log format: json (one Event "
+                                "object per line) or legacy (one line of text per event).")
+    audit_log_batch_buffer_size = _setting(_non_negative, "10000", "Audit events waiting for "
+                                           "the log writer; past it new ones are dropped "
+                                           "and counted.")
+    audit_webhook_config_file = _setting(_string, None, "Client configuration (the orchconfig "
+                                         "format) of the service audit events are POSTed to "
+                                         "as EventLists.")
+    audit_webhook_batch_buffer_size = _setting(_non_negative, "10000", "Audit events waiting "
+                                               "for the webhook; past it new ones are "
+                                               "dropped and counted.")
+    audit_webhook_batch_max_size = _setting(_non_negative, "400", "Most audit events in one "
+                                            "webhook request.")
+    audit_webhook_batch_max_wait = _setting(_interval, "30s", "Longest an audit event waits "
+                                            "before a webhook request that is not full is "
+                                            "sent.")
+    audit_webhook_initial_backoff = _setting(_interval, "10s", "Wait before the first retry "
+                                             "of a failed webhook request (then 1.5 times "
+                                             "longer, five tries in all).")
+    log_format = _setting(_log_format, "text", "Format of the process's log: text, or json "
+                          "(one object per line, for every log event).")
     upstream_group_names = _setting(parse_bool, "false", "Also name the renamed API groups "
                                     "in their upstream spelling (apiextensions.k8s.io, "
                                     "rbac.authorization.k8s.io, ...) in discovery, OpenAPI "
@@ -259,7 +293,7 @@ _INPUT_FILES = ("authorization_policy_file", "authorization_webhook_config_file"
                 "client_ca_file", "service_account_key_file", "service_account_private_key_file",
                 "tls_cert_file", "tls_private_key_file", "orchlet_client_certificate",
                 "orchlet_client_key", "etcd_cafile", "etcd_certfile", "etcd_keyfile",
-                "encryption_provider_config")
+                "encryption_provider_config", "audit_policy_file", "audit_webhook_config_file")
 
 
 def _flag(attribute):
@@ -277,6 +311,8 @@ def _check_combinations(config):
         raise ConfigError("--bootstrap-token and --server must be given together")
     if config.bootstrap_token is not None and not config.orchlet_only:
         raise ConfigError("--bootstrap-token is only used with --orchlet-only")
+    if config.audit_webhook_batch_max_size < 1:
+        raise ConfigError("--audit-webhook-batch-max-size must be at least 1")
     if config.storage_backend == "etcd" and not config.etcd_servers:
         raise ConfigError("--storage-backend=etcd needs --etcd-servers")
     if config.leader_elect and not (config.leader_elect_lease_duration
@@ -298,6 +334,11 @@ def _check_combinations(config):
         path = getattr(config, attribute)
         if path is not None and not os.path.isfile(path):
             raise ConfigError(f"{_flag(attribute)}: no such file: {path}")
+    if config.audit_policy_file is not None:
+        try:
+            Policy.load(config.audit_policy_file)
+        except AuditPolicyError as e:
+            raise ConfigError(f"--audit-policy-file: {e}") from None
 
 
 def read_config_file(path):

@@ -19,6 +19,7 @@ from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
+from orchd.app.audit import AuditConfigError, build_auditor
 from orchd.app.clusterinfo import ensure_cluster_info
 from orchd.app.storageclass import ensure_default_storage_class
 from orchd.app.components import Components
@@ -199,6 +200,17 @@ class ControlPlane(MultiService):
             raise fail(e) from None
         self.authorization.setServiceParent(self)
         authorizer = self.authorization.authorizer
+        try:
+            self.auditor, self.audit_backends = build_auditor(config, reactor)
+            # Not children: they stop last, once no request can audit any more.
+            for backend in self.audit_backends:
+                backend.startService()
+        except AuditConfigError as e:
+            self.store.close()
+            raise fail(e) from None
+        except OSError as e:
+            self.store.close()
+            raise fail(f"--audit-log-path: cannot open {e.filename}: {e.strerror}") from None
         #: Bearer-token authenticators, in order; TokenReview asks the same ones.
         self.tokens = TokenAuthenticators([], config.audiences)
         issuer = TokenIssuer(self.pki.sa_private_key_pem, self.pki.sa_algorithm,
@@ -253,6 +265,7 @@ class ControlPlane(MultiService):
             ServerSettings(config.min_request_timeout, config.feature_gates, offload,
                            config.upstream_group_names),
             streams=self._stream_forwarder(), metrics=metrics,
+            auditor=self.auditor,
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
@@ -439,6 +452,8 @@ class ControlPlane(MultiService):
             self.catalog.stop_caches()
         if self.store is not None:
             await self.store.close()
+        for backend in reversed(getattr(self, "audit_backends", ())):
+            await backend.stopService()
 
     def stopService(self):
         return Deferred.fromCoroutine(self._stop())

@@ -14,6 +14,7 @@ import sys
 from twisted.python import usage
 
 from orchd.app.config import BOOLEAN_FLAGS, SETTINGS, SETTINGS_BY_FLAG, Config, ConfigError
+from orchd.app.logformat import ProcessLogging
 from orchd.app.service import make_service
 
 PROGRAM = "twistd orchd"
@@ -88,6 +89,8 @@ def makeService(options):
     """The service tree; wired in orchd.app.service."""
     config = getattr(options, "settings", None) or Config.load(options)
     service = make_service(config)
+    # twistd's own options (--logfile, -n) say where the log goes.
+    service = ProcessLogging(service, getattr(options, "parent", None), config.log_format)
     # The modules, classes and tables loaded by now live as long as the
     # process: keep them out of every full garbage collection, whose pause
     # (a stall of every request) grows with what it has to scan.

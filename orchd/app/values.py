@@ -167,6 +167,8 @@ def _one_of(*choices):
 
 
 _storage_backend = _one_of(*STORAGE_BACKENDS)
+_audit_log_format = _one_of("json", "legacy")
+_log_format = _one_of("text", "json")
 
 
 def _etcd_servers(value):

@@ -122,7 +122,7 @@ class PodBinder:
         pods = self._pods
         attributes = AdmissionAttributes(CREATE, pods.info, ctx.namespace, name, binding, None,
                                          ctx.user, subresource="binding", dry_run=ctx.dry_run,
-                                         warn=ctx.warn)
+                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
         await pods.admission.admit(attributes)
         await pods.admission.validate(attributes)
         node = target["name"]

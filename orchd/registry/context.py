@@ -7,17 +7,25 @@ class RequestContext:
     The caller and the request-wide options of one API call.
 
     @ivar warnings: texts the response carries back as C{Warning} headers.
+    @ivar audit: the request's audit record (anything with an C{annotations}
+        dict), or None when the request is not audited.
     """
 
-    __slots__ = ("user", "namespace", "dry_run", "field_manager", "warnings")
+    __slots__ = ("user", "namespace", "dry_run", "field_manager", "warnings", "audit")
 
-    def __init__(self, user, namespace="", dry_run=False, field_manager=None):
+    def __init__(self, user, namespace="", dry_run=False, field_manager=None, audit=None):
         self.user = user
         self.namespace = namespace
         self.dry_run = dry_run
         self.field_manager = field_manager
         self.warnings = []
+        self.audit = audit
 
     def warn(self, text):
         if text not in self.warnings:
             self.warnings.append(text)
+
+    def add_audit_annotation(self, key, value):
+        """Annotate the request's audit event (nothing when it is not audited)."""
+        if self.audit is not None:
+            self.audit.annotations[key] = value

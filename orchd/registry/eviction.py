@@ -133,7 +133,7 @@ class PodEviction:
         pods = self._pods
         attributes = AdmissionAttributes(CREATE, pods.info, ctx.namespace, name, eviction, None,
                                          ctx.user, subresource="eviction", dry_run=ctx.dry_run,
-                                         warn=ctx.warn)
+                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
         await pods.admission.admit(attributes)
         await pods.admission.validate(attributes)
         pod = await self._delete_if_undisrupting(ctx, name, options)
@@ -249,7 +249,8 @@ class PodEviction:
         budgets = self._budgets
         cache = budgets.cache
         suggestion = cache.get(budgets.info.key(ctx.namespace, name)) if cache else None
-        write_ctx = RequestContext(ctx.user, ctx.namespace, dry_run=ctx.dry_run)
+        write_ctx = RequestContext(ctx.user, ctx.namespace, dry_run=ctx.dry_run,
+                                   audit=ctx.audit)
         try:
             await budgets.rewrite(write_ctx, name, take, suggestion=suggestion)
         except StatusError as e:

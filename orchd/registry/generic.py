@@ -112,7 +112,8 @@ class ResourceStore(ResourceReads):
             generated = True
         name = meta.get("name", "")
         attributes = AdmissionAttributes(CREATE, info, ctx.namespace, name, obj, None, ctx.user,
-                                         dry_run=ctx.dry_run, warn=ctx.warn)
+                                         dry_run=ctx.dry_run, warn=ctx.warn,
+                                         audit_annotation=ctx.add_audit_annotation)
         await self.admission.admit(attributes)
         if info.has_status and not self.strategy.keep_status_on_create:
             obj.pop("status", None)
@@ -321,7 +322,7 @@ class ResourceStore(ResourceReads):
                 "no new finalizers can be added if the object is being deleted")])
         attributes = AdmissionAttributes(UPDATE, info, ctx.namespace, name, obj, old, ctx.user,
                                          subresource=subresource, dry_run=ctx.dry_run,
-                                         warn=ctx.warn)
+                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
         await self.admission.admit(attributes)
         if not subresource:
             # A subresource write was already shaped by subresource_update.
@@ -408,7 +409,8 @@ class ResourceStore(ResourceReads):
             obj = self.decode(kv)
             self._check_preconditions(obj, kv, options)
             attributes = AdmissionAttributes(DELETE, self.info, ctx.namespace, name, None, obj,
-                                             ctx.user, dry_run=ctx.dry_run)
+                                             ctx.user, dry_run=ctx.dry_run,
+                                             audit_annotation=ctx.add_audit_annotation)
             await self.admission.validate(attributes)
             meta = obj["metadata"]
             requested = options.grace_period_seconds if options else None

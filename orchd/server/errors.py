@@ -56,7 +56,11 @@ def write_status(request, error):
     """Write a StatusError: JSON, whatever the client asked for."""
     for name, value in error.headers.items():
         request.setHeader(name.encode("ascii"), value.encode("ascii"))
-    write_body(request, error.code, b"application/json", codecs.dumps_json(error.to_status()))
+    status = error.to_status()
+    audit = getattr(request, "audit", None)
+    if audit is not None:
+        audit.status = status
+    write_body(request, error.code, b"application/json", codecs.dumps_json(status))
 
 
 def refusal_body(code, message):

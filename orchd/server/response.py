@@ -19,6 +19,9 @@ def write_object(request, code, obj, warnings=()):
 
 
 def write_body(request, code, content_type, body, warnings=()):
+    audit = getattr(request, "audit", None)
+    if audit is not None and audit.wants_response:
+        audit.response = (content_type, body)
     request.setResponseCode(code)
     request.setHeader(b"content-type", content_type)
     request.setHeader(b"cache-control", b"no-cache, private")

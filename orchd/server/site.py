@@ -2,16 +2,19 @@
 """
 The API server's twisted.web Site: every request's way through the server.
 
-request info -> authentication -> impersonation -> in-flight limit -> authorization -> route:
+audit ID -> request info -> authentication -> audit level -> impersonation ->
+in-flight limit -> authorization -> route:
 health, discovery and OpenAPI for non-resource paths, the verb handler for
 resource requests (or, for a streamed subresource such as C{nodes/proxy},
 the stream forwarder, which goes where the subresource's connector points).
-Errors from any step are written once, as a Status.
+Errors from any step are written once, as a Status. When the answer is
+complete the request is logged (L{orchd.server.requestlog}) and its audit
+event emitted (L{orchd.server.filters.audit}).
 """
 
 from urllib.parse import unquote
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
@@ -22,16 +25,20 @@ from orchd.api.query import parse_query
 from orchd.registry.catalog import IStreamConnector
 from orchd.registry.context import RequestContext
 from orchd.server.channel import BoundedRequest, BoundedSite
-from orchd.server.errors import refusal_body, render_failure
+from orchd.server.errors import refusal_body, render_failure, request_gone
+from orchd.server.filters.audit import Auditor
 from orchd.server.filters.authorization import AuthorizationFilter
 from orchd.server.filters.impersonation import ImpersonationFilter
-from orchd.server.filters.limits import InflightLimiter
+from orchd.server.filters.limits import LONG_RUNNING_SUBRESOURCES, LONG_RUNNING_VERBS, \
+    InflightLimiter
 from orchd.server.handlers import VERB_HANDLERS
 from orchd.server.handlers.scope import RequestScope
 from orchd.server.health import ENDPOINTS
 from orchd.server.metricsendpoint import serve_metrics
 from orchd.server.requestinfo import parse_request_info
+from orchd.server.requestlog import log_request
 from orchd.server.settings import ServerSettings
+from orchd.storage.interfaces import StoreUnavailableError
 
 _NOT_FOUND = "the server could not find the requested resource"
 
@@ -40,6 +47,12 @@ class APIRequest(BoundedRequest):
     """
     A request whose query only the API server parses (L{_read_query}), once:
     twisted.web's own parse of it, by other rules, would be thrown away.
+
+    @ivar audit_id: the request's audit ID (also its C{Audit-ID} header).
+    @ivar audit: its L{orchd.server.audit.record.AuditRecord} when audited.
+    @ivar api_info: its L{orchd.server.requestinfo.RequestInfo}, once parsed.
+    @ivar api_user: the user it was authenticated as, once known.
+    @ivar received: when it came (wall clock).
     """
 
     def requestReceived(self, command, path, version):
@@ -83,13 +96,15 @@ class APIServer(Resource):
     @param metrics: the L{orchd.server.requestmetrics.APIServerMetrics} that
         counts requests and that C{/metrics} exposes; without them nothing
         is counted and C{/metrics} is not served.
+    @param auditor: the L{Auditor}; by default one that audits nothing (the
+        C{Audit-ID} header is given all the same).
     """
 
     isLeaf = True
     log = Logger()
 
     def __init__(self, catalog, authenticator, authorizer, health, discovery, limiter=None,
-                 settings=None, streams=None, metrics=None):
+                 settings=None, streams=None, metrics=None, auditor=None):
         super().__init__()
         self.settings = settings or ServerSettings()
         self.catalog = catalog
@@ -103,30 +118,58 @@ class APIServer(Resource):
         self.metrics = self.settings.metrics = metrics
         if metrics is not None:
             metrics.follow_server(catalog, self.limiter, health)
+        self.auditor = auditor or Auditor()
 
     def render(self, request):
+        self.auditor.begin(request)
         metrics = self.metrics
-        if metrics is None:
-            d = Deferred.fromCoroutine(self._serve(request, None))
-            d.addErrback(render_failure, request)
-            return NOT_DONE_YET
-        timing = metrics.begin()
+        timing = metrics.begin() if metrics is not None else None
         d = Deferred.fromCoroutine(self._serve(request, timing))
-        d.addErrback(render_failure, request)
-        d.addBoth(metrics.served, request, timing)
+        d.addErrback(self._failed, request)
+        if timing is not None:
+            d.addBoth(metrics.served, request, timing)
+        d.addBoth(self._done, request)
         return NOT_DONE_YET
+
+    def _failed(self, failure, request):
+        """Write the error; a bug (not a Status) ends the request's audit with C{Panic}."""
+        panicked = not failure.check(StatusError, CancelledError, StoreUnavailableError)
+        render_failure(failure, request)
+        return panicked
+
+    def _done(self, panicked, request):
+        if not request_gone(request):
+            # A watch answers on from its producer after the handler returned.
+            request.notifyFinish().addBoth(lambda _: self._ended(request, panicked is True))
+        else:
+            self._ended(request, panicked is True)
+
+    def _ended(self, request, panicked):
+        self.auditor.finished(request, panicked)
+        log_request(request, self.auditor.now())
 
     async def _serve(self, request, timing):
         _read_query(request)
         raw = request.path
         path = unquote(raw.decode("utf-8", "replace")) if b"%" in raw else raw.decode("latin-1")
-        info = parse_request_info(request.method, path, request.args)
+        info = request.api_info = parse_request_info(request.method, path, request.args)
         if timing is not None:
             found = (self.catalog.lookup(info.api_group, info.api_version, info.resource)
                      if info.is_resource_request else None)
             self.metrics.classify(timing, request, info, found[0] if found else None)
-        user = await self.authenticator.authenticate(request)
-        user = await self.impersonation.apply(request, user)
+        auditor = self.auditor
+        try:
+            user = await self.authenticator.authenticate(request)
+        except StatusError as e:
+            if e.code == 401:
+                auditor.authentication_failed(request, info, e.to_status())
+            raise
+        request.api_user = user
+        auditor.authenticated(request, info, user)
+        acting = await self.impersonation.apply(request, user)
+        if acting is not user:
+            auditor.impersonated(request, acting)
+        user = acting
         try:
             slot = self.limiter.acquire(info)
         except StatusError as e:
@@ -134,7 +177,10 @@ class APIServer(Resource):
                 self.metrics.terminated(timing, e.code)
             raise
         try:
-            await self.authorization.check(user, info)
+            await self.authorization.check(user, info, request.audit)
+            if info.verb in LONG_RUNNING_VERBS or (
+                    info.is_resource_request and info.subresource in LONG_RUNNING_SUBRESOURCES):
+                auditor.long_running(request)
             if info.is_resource_request:
                 await self._serve_resource(request, info, user)
             else:
@@ -166,7 +212,8 @@ class APIServer(Resource):
                                                          kind.resource, kind.group)
                 namespace = info.namespace if kind.namespaced else ""
                 await self.streams.serve(request, info, connector,
-                                         RequestContext(user, namespace))
+                                         RequestContext(user, namespace,
+                                                        audit=request.audit))
                 return
             if connector is not None:
                 kind, provider = connector.info, connector

@@ -11,6 +11,7 @@ import sys
 
 import attr
 import yaml
+from twisted.application.service import Service
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.features import FeatureGates
@@ -58,11 +59,11 @@ class OptionsTests(SynchronousTestCase):
 
     def test_make_service_passes_config(self):
         """makeService hands the loaded Config to orchd.app.service.make_service."""
-        received = []
-        self.patch(tap, "make_service", lambda config: received.append(config) or "service")
+        received, service = [], Service()
+        self.patch(tap, "make_service", lambda config: received.append(config) or service)
         options = Options()
         options.parseOptions(["--secure-port=0"])
-        self.assertEqual(tap.makeService(options), "service")
+        self.assertEqual(list(tap.makeService(options)), [service])
         self.assertEqual(received[0].secure_port, 0)
 
 
@@ -104,7 +105,7 @@ class BooleanFlagTests(SynchronousTestCase):
                                          "orchlet-anonymous-auth",
                                          "orchlet-authentication-token-webhook",
                                          "leader-elect", "enable-metrics",
-                                         "upstream-group-names"})
+                                         "audit-log-compress", "upstream-group-names"})
 
     def test_value_of_previous_flag_left_alone(self):
         """The value after C{--flag} and anything after C{--} are not rewritten."""

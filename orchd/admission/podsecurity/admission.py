@@ -11,10 +11,10 @@ update that changes more than container images:
     "restricted:latest": <reason> (<detail>), ...};
   - C{warn} returns a C{Warning} header C{would violate PodSecurity ...}
     (not when the write is refused anyway);
-  - C{audit}: upstream writes the violations into the request's audit
-    event. orchd has no audit log, so they are kept on the admitted pod as
-    the annotation C{pod-security.orch.io/audit-violations} (same text),
-    set on each evaluation and removed once the pod passes.
+  - C{audit}: the violations go into the request's audit event as the
+    annotation C{pod-security.kubernetes.io/audit-violations}, beside
+    C{pod-security.kubernetes.io/enforce-policy} (the level enforced); the
+    pod itself is not changed.
 
 Workload objects (Deployments, Jobs, pod templates, ...) get only the
 C{warn} check of their pod template. Namespaces whose pod-security labels
@@ -28,7 +28,7 @@ from zope.interface import implementer
 from orchd.admission.interfaces import CREATE, UPDATE, IAdmissionPlugin
 from orchd.admission.podsecurity.checks import describe, evaluate
 from orchd.admission.podsecurity.levels import (
-    AUDIT_VIOLATIONS, PRIVILEGED, Policy, label_errors)
+    AUDIT_VIOLATIONS, ENFORCE_POLICY, PRIVILEGED, Policy, label_errors)
 from orchd.admission.podsecurity.podspec import CONTAINER_LISTS, items, mapping
 from orchd.api.errors import StatusError
 from orchd.api.kinds import key_prefix_of
@@ -109,25 +109,8 @@ class PodSecurity:
             return None
         return pod
 
-    async def admit(self, attributes):
-        """Record the audit result on the pod (upstream: in the audit event)."""
-        pod = self._pod_write(attributes)
-        if pod is None:
-            if isinstance(attributes.obj, dict) and isinstance(attributes.old, dict) \
-                    and attributes.info.resource == "pods" and not attributes.info.group:
-                _keep_annotation(attributes.obj, attributes.old)
-            return
-        policy = await self._policy(attributes.namespace)
-        text = violation(policy.audit, pod.get("metadata"), pod.get("spec"))
-        meta = pod.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            return
-        annotations = mapping(meta.get("annotations"))
-        if text is not None:
-            meta["annotations"] = {**annotations, AUDIT_VIOLATIONS: (
-                f'would violate PodSecurity "{policy.audit}": {text}')}
-        elif AUDIT_VIOLATIONS in annotations:
-            meta["annotations"] = {k: v for k, v in annotations.items() if k != AUDIT_VIOLATIONS}
+    def admit(self, attributes):
+        """Pod security changes nothing; its audit result is an audit annotation."""
 
     async def validate(self, attributes):
         info = attributes.info
@@ -143,6 +126,11 @@ class PodSecurity:
         if policy.all_privileged():
             return
         meta, spec = pod.get("metadata"), pod.get("spec")
+        attributes.add_audit_annotation(ENFORCE_POLICY, str(policy.enforce))
+        audit = violation(policy.audit, meta, spec)
+        if audit is not None:
+            attributes.add_audit_annotation(
+                AUDIT_VIOLATIONS, f'would violate PodSecurity "{policy.audit}": {audit}')
         text = violation(policy.enforce, meta, spec)
         if text is not None:
             raise StatusError.forbidden("pods", "", attributes.name,
@@ -202,15 +190,3 @@ def _warn(attributes, policy, meta, spec):
     if text is not None:
         attributes.warn(f'would violate PodSecurity "{policy.warn}": {text}')
 
-
-def _keep_annotation(pod, old):
-    """An update that is not evaluated keeps the stored audit result, whatever it sends."""
-    annotations = mapping(mapping(pod.get("metadata")).get("annotations"))
-    stored = mapping(mapping(old.get("metadata")).get("annotations")).get(AUDIT_VIOLATIONS)
-    if annotations.get(AUDIT_VIOLATIONS) == stored:
-        return
-    annotations = {k: v for k, v in annotations.items() if k != AUDIT_VIOLATIONS}
-    if stored is not None:
-        annotations[AUDIT_VIOLATIONS] = stored
-    if isinstance(pod.get("metadata"), dict):
-        pod["metadata"]["annotations"] = annotations

@@ -22,8 +22,10 @@ MODES = ("enforce", "audit", "warn")
 PRIVILEGED, BASELINE, RESTRICTED = "privileged", "baseline", "restricted"
 LEVELS = (PRIVILEGED, BASELINE, RESTRICTED)
 LATEST = "latest"
-#: Where the pod's audit result is kept (upstream puts it in the audit event).
-AUDIT_VIOLATIONS = PREFIX + "audit-violations"
+#: The audit annotations of an evaluated pod write, named as upstream's
+#: ([COMPAT] audit log readers know these names).
+AUDIT_VIOLATIONS = "pod-security.kubernetes.io/audit-violations"
+ENFORCE_POLICY = "pod-security.kubernetes.io/enforce-policy"
 
 _VERSION = re.compile(r"^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 

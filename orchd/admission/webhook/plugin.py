@@ -260,12 +260,8 @@ class WebhookAdmission(Service):
             return self._failed(hook, str(error))
         for warning in answer.warnings:
             attributes.warn(warning)
-        if answer.audit_annotations:
-            annotations = attributes.audit_annotations
-            if annotations is None:
-                annotations = attributes.audit_annotations = {}
-            for key, value in answer.audit_annotations.items():
-                annotations[f"{hook.name}/{key}"] = value
+        for key, value in answer.audit_annotations.items():
+            attributes.add_audit_annotation(f"{hook.name}/{key}", value)
         if not answer.allowed:
             raise denial(hook.name, answer.status)
         if answer.patch is None or not isinstance(attributes.obj, dict):

@@ -16,12 +16,18 @@ class AuthorizationFilter:
     def __init__(self, authorizer):
         self._authorizer = authorizer
 
-    async def check(self, user, info):
+    async def check(self, user, info, audit=None):
+        """
+        @param audit: the request's L{orchd.server.audit.record.AuditRecord},
+            if audited: it gets the decision and reason as annotations.
+        """
         attributes = Attributes.from_request_info(user, info)
         try:
             decision, reason = await self._authorizer.authorize(attributes)
         except AuthorizerError as e:
             raise StatusError.internal(str(e)) from None
+        if audit is not None:
+            audit.authorized(decision is Decision.ALLOW, reason)
         if decision is Decision.ALLOW:
             return attributes
         self.log.debug("Forbidden: {attributes} ({reason})", attributes=attributes, reason=reason)

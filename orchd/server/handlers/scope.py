@@ -56,7 +56,8 @@ class RequestScope:
         self.field_validation = _DEFAULT_VALIDATION
         #: The apiVersion the body spelled, when not the canonical one.
         self.body_spelling = None
-        self.ctx = RequestContext(user, info.namespace if kind.namespaced else "")
+        self.ctx = RequestContext(user, info.namespace if kind.namespaced else "",
+                                  audit=getattr(request, "audit", None))
         if kind.deprecation:
             # A deprecated custom resource version: every request to it says so.
             self.ctx.warn(kind.deprecation)
@@ -121,6 +122,8 @@ class RequestScope:
         syntax = codecs.body_syntax(self.request.getHeader(b"content-type"))
         obj, duplicates = await self.decode(body, syntax)
         obj = codecs.must_be_object(obj)
+        if self.ctx.audit is not None:
+            self.ctx.audit.request_object(obj)
         self.check_kind(obj)
         self.check_fields(obj, duplicates)
         return obj

@@ -1,0 +1,123 @@
+"""
+The cost of auditing: config map create and GET on two orchd servers, one
+auditing every request at Metadata level into a log file and one with
+auditing off, alternated over the rounds.
+"""
+
+import os
+import statistics
+import sys
+
+from common import Orchd, cpu_seconds, hload, summarize
+
+NAMESPACE = "bench-audit"
+CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
+GET_PATH = CONFIGMAPS + "/bench-get"
+SERVERS = ("metadata", "off")
+#: What published policies start with: no RequestReceived stage, Metadata for the rest.
+POLICY = """apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+"""
+
+
+def audit_flags(place):
+    """The flags of the auditing server: the policy above and a log file beside orchd's."""
+    policy = os.path.join(place, "audit-policy.yaml")
+    with open(policy, "w") as f:
+        f.write(POLICY)
+    return ["--audit-policy-file", policy, "--audit-log-path", os.path.join(place, "audit.log")]
+
+
+def audit_lines(place):
+    try:
+        with open(os.path.join(place, "audit.log"), "rb") as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
+
+
+def audit_cases(workdir, args, template, body_path, report):
+    """create@16 and GET@16 of config maps on both servers, alternated over the rounds."""
+    print("audit: Metadata-level audit log against auditing off, create@16 and GET@16",
+          file=sys.stderr)
+    servers, places = {}, {}
+    try:
+        for name in SERVERS:
+            place = places[name] = os.path.join(workdir, name)
+            os.mkdir(place)
+            flags = audit_flags(place) if name == "metadata" else []
+            orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
+            orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+            status, data = orchd.request("POST", CONFIGMAPS,
+                                         dict(template, metadata={"name": "bench-get"}))
+            if status != 201:
+                raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
+        results = {}
+        for round_number in range(args.rounds):
+            print(f"audit {round_number + 1}/{args.rounds}", file=sys.stderr)
+            order = list(servers.items())
+            if round_number % 2:
+                order.reverse()
+            for name, orchd in order:
+                for verb, url, method, body in (
+                        ("create", orchd.url + CONFIGMAPS, "POST", body_path),
+                        ("get", orchd.url + GET_PATH, "GET", None)):
+                    before = cpu_seconds(orchd.process.pid)
+                    run = hload(orchd, url, 16, args.secs, method, body,
+                                gen_name=method == "POST")
+                    spent = cpu_seconds(orchd.process.pid) - before
+                    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
+                    results.setdefault(f"{verb}-{name}", []).append(run)
+    finally:
+        for orchd in servers.values():
+            orchd.stop()
+    summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
+               for key, runs in results.items()}
+    for verb in ("create", "get"):
+        mine, base = results[f"{verb}-metadata"], results[f"{verb}-off"]
+        summary[f"{verb}_ratio"] = _ratio(summary[f"{verb}-metadata"]["rps"],
+                                          summary[f"{verb}-off"]["rps"])
+        summary[f"{verb}_ratio_rounds"] = [_ratio(a["rps"], b["rps"])
+                                           for a, b in zip(mine, base)]
+    # Every answered request of the auditing server is one ResponseComplete line
+    # (the stop drains the writer's queue first).
+    summary["audit_lines"] = audit_lines(places["metadata"])
+    summary["requests"] = sum(r["requests"] for verb in ("create", "get")
+                              for r in results[f"{verb}-metadata"])
+    report["audit"] = summary
+
+
+def _ratio(mine, base):
+    """mine / base, or None when nothing was answered (a tiny --smoke run on a busy machine)."""
+    return round(mine / base, 3) if base else None
+
+
+def _ms(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _r(value):
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_audit(report):
+    if "audit" not in report:
+        return
+    a = report["audit"]
+    print(f"audit log (Metadata level to a file; 16 connections, ~2 KB config maps, medians "
+          f"of {report['rounds']} rounds):")
+    for verb in ("create", "get"):
+        on, off = a[f"{verb}-metadata"], a[f"{verb}-off"]
+        errors = sum(r["errors"] + r["non_2xx"] for r in (on, off))
+        rounds = a[f"{verb}_ratio_rounds"]
+        print(f"       {verb}@16: audited {on['rps']:.0f}/s (p50 {_ms(on['p50_ms'])} ms, "
+              f"p99 {_ms(on['p99_ms'])} ms, {on['cpu_us']:.0f} us CPU), off "
+              f"{off['rps']:.0f}/s (p50 {_ms(off['p50_ms'])} ms, p99 {_ms(off['p99_ms'])} "
+              f"ms, {off['cpu_us']:.0f} us CPU): ratio {_r(a[f'{verb}_ratio'])} (rounds "
+              f"{', '.join(_r(r) for r in rounds)}); target >= 0.9"
+              + (f"; errors {errors}" if errors else ""))
+    print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
+          f"requests (plus setup)")

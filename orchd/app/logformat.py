@@ -1,0 +1,169 @@
+# -*- test-case-name: tests.app.test_logformat -*-
+"""
+The process's log: text by default, or with C{--log-format=json} every log
+event as one JSON object per line.
+
+twistd picks its log observer after C{makeService}, from the application's
+C{ILogObserver} component when one is set; L{ProcessLogging} sets it when
+twistd adds it to the application, writing where twistd would have
+written (the C{--logfile}, or standard output with C{-n}).
+
+Text lines read as twistd's own (C{<time> [<namespace>#<level>] <message>}).
+A JSON line has C{time}, C{level}, C{namespace}, C{message} (the formatted
+text), the event's own plain fields (a request line's verb, uri, status,
+...), and C{traceback} for a failure.
+
+With a line per API request, the log is on the hot path: twistd's observer
+formats each event's time afresh and flushes the file after each line,
+which costs more than serving a small GET. L{LogWriter} keeps the time
+text of the current second and writes a reactor turn's lines with one
+write and one flush.
+"""
+
+import datetime
+import sys
+import threading
+import time
+
+import orjson
+from twisted.application.service import MultiService
+from twisted.logger import ILogObserver, formatEvent
+from twisted.python.logfile import LogFile
+from zope.interface import implementer
+
+_PLAIN = (str, int, float, bool, type(None))
+#: Keys of legacy (twisted.python.log) events that are not the event's own fields.
+_LEGACY = frozenset(("message", "isError", "system", "time", "format", "printed", "why",
+                     "failure"))
+
+
+@implementer(ILogObserver)
+class LogWriter:
+    """
+    Writes each event to C{out} (a text file) as the line C{line_of(event)}
+    makes; the lines of one reactor turn go out together at its end.
+
+    Events may come from any thread. While the reactor is not running (at
+    start and after it stops) each line is written at once, so that nothing
+    waits for a turn that will not come.
+    """
+
+    def __init__(self, out, line_of, reactor=None):
+        if reactor is None:
+            from twisted.internet import reactor
+        self._out = out
+        self._line_of = line_of
+        self._reactor = reactor
+        self._pending = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event):
+        line = self._line_of(event)
+        with self._lock:
+            self._pending.append(line)
+            first = len(self._pending) == 1
+        if not self._reactor.running:
+            self.flush()
+        elif first:
+            self._reactor.callFromThread(self.flush)
+
+    def flush(self):
+        """Write and flush every line waiting."""
+        with self._lock:
+            lines, self._pending = self._pending, []
+        if lines:
+            self._out.write("".join(lines))
+            self._out.flush()
+
+
+class _SecondText:
+    """The time text of the current second (local time, as twistd writes it)."""
+
+    __slots__ = ("second", "text")
+
+    def __init__(self):
+        self.second, self.text = None, ""
+
+    def __call__(self, when):
+        second = int(when)
+        if second != self.second:
+            self.text = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(second))
+            self.second = second
+        return self.text
+
+
+def text_line(event, _time=_SecondText()):
+    """The text line of one twisted.logger event, as twistd's classic format."""
+    system = event.get("log_system")
+    if system is None:
+        level = event.get("log_level")
+        system = f"{event.get('log_namespace', '-')}#{level.name if level is not None else '-'}"
+    text = formatEvent(event)
+    failure = event.get("log_failure")
+    if failure is not None:
+        text = f"{text}\n{failure.getTraceback()}"
+    text = text.replace("\n", "\n\t")
+    return f"{_time(event.get('log_time', 0))} [{system}] {text}\n"
+
+
+def event_line(event):
+    """The JSON line (text, newline included) of one twisted.logger event."""
+    when = datetime.datetime.fromtimestamp(event.get("log_time", 0), datetime.timezone.utc)
+    level = event.get("log_level")
+    record = {
+        "time": when.isoformat(timespec="microseconds").replace("+00:00", "Z"),
+        "level": level.name if level is not None else "info",
+        "namespace": event.get("log_namespace", ""),
+        "message": formatEvent(event),
+    }
+    for key, value in event.items():
+        if key.startswith("log_") or key in _LEGACY or key in record:
+            continue
+        if isinstance(value, _PLAIN):
+            record[key] = value
+    failure = event.get("log_failure")
+    if failure is not None:
+        record["traceback"] = failure.getTraceback()
+    return orjson.dumps(record).decode("utf-8") + "\n"
+
+
+def twistd_log_file(server_options):
+    """Where twistd would write its log for these (its own) options."""
+    if server_options is None:
+        return sys.stdout
+    name = server_options.get("logfile") or ""
+    if name == "-" or (server_options.get("nodaemon") and not name):
+        return sys.stdout
+    return LogFile.fromFullPath(name or "twistd.log")
+
+
+#: The line makers of C{--log-format}.
+LINES = {"text": text_line, "json": event_line}
+
+
+class ProcessLogging(MultiService):
+    """
+    The top service: its parent (twistd's application) gets a L{LogWriter}
+    of C{log_format}'s lines as its log observer.
+    """
+
+    def __init__(self, service, server_options, log_format="text"):
+        super().__init__()
+        self._server_options = server_options
+        self._line_of = LINES[log_format]
+        self.writer = None
+        service.setServiceParent(self)
+
+    def setServiceParent(self, parent):
+        set_component = getattr(parent, "setComponent", None)
+        if set_component is not None:
+            self.writer = LogWriter(twistd_log_file(self._server_options), self._line_of)
+            set_component(ILogObserver, self.writer)
+        super().setServiceParent(parent)
+
+    def stopService(self):
+        # The lines of the last turns, before the reactor stops turning.
+        stopped = super().stopService()
+        if self.writer is not None:
+            self.writer.flush()
+        return stopped

@@ -1,0 +1,19 @@
+# -*- test-case-name: tests.server.audit.test_logbackend -*-
+"""Where audit events go: the log file, the webhook, or an in-process recorder."""
+
+from zope.interface import Interface
+
+
+class IAuditSink(Interface):
+    """
+    A receiver of audit events, called on the reactor thread once per event.
+
+    An event is a dict in upstream's C{audit.k8s.io/v1} C{Event} shape whose
+    C{requestObject} and C{responseObject}, when present, are
+    L{orchd.server.audit.record.Body} values (call C{decode()} for the
+    object); L{orchd.server.audit.record.encode_event} writes the JSON line.
+    The sink owns the dict once given it.
+    """
+
+    def write(event):
+        """Take one event. Must not block and must not raise."""

@@ -1,0 +1,282 @@
+# -*- test-case-name: tests.server.audit.test_logbackend -*-
+"""
+The audit log file: events queued on the reactor, written by one thread.
+
+L{LogBackend.write} only appends the event to a bounded deque (no lock:
+C{deque.append} and C{popleft} are atomic); the writer thread wakes every
+L{FLUSH_INTERVAL}, takes what has gathered, encodes it (orjson, or
+upstream's legacy one-line text), writes and flushes it in one go, and
+rotates the file as upstream's lumberjack does (L{RotatingFile}). Waking on
+a timer rather than per event keeps the writer from taking the
+interpreter's lock from the reactor once per request. A full buffer drops
+the event and counts it, as upstream's batch mode does past its buffer: the
+API never waits for the disk. A clean stop writes everything buffered
+before the service has stopped.
+"""
+
+import calendar
+import collections
+import gzip
+import os
+import re
+import shutil
+import threading
+import time
+
+import orjson
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred
+from twisted.logger import Logger
+from zope.interface import implementer
+
+from orchd.server.audit.interfaces import IAuditSink
+from orchd.server.audit.record import encode_event
+
+JSON, LEGACY = "json", "legacy"
+FORMATS = (JSON, LEGACY)
+#: Upstream's C{--audit-log-batch-buffer-size} default.
+DEFAULT_BUFFER = 10000
+_MB = 1024 * 1024
+_DAY = 86400.0
+#: lumberjack's backup timestamp layout, C{2006-01-02T15-04-05.000}, in UTC.
+_STAMP = "%Y-%m-%dT%H-%M-%S"
+#: How often the writer thread writes what has gathered (seconds).
+FLUSH_INTERVAL = 0.05
+
+
+def legacy_line(event):
+    """Upstream's C{EventString}: one line of text per event (bytes, newline included)."""
+    user = event.get("user") or {}
+    username, groups = "<none>", "<none>"
+    if user.get("username"):
+        username = user["username"]
+        if user.get("groups"):
+            groups = ",".join(_quote(g) for g in user["groups"])
+    asuser, asgroups = "<self>", "<lookup>"
+    impersonated = event.get("impersonatedUser")
+    if impersonated is not None:
+        asuser = impersonated.get("username", "")
+        if impersonated.get("groups") is not None:
+            asgroups = ",".join(_quote(g) for g in impersonated["groups"])
+    namespace = (event.get("objectRef") or {}).get("namespace") or "<none>"
+    status = event.get("responseStatus")
+    response = str(status["code"]) if status is not None else "<deferred>"
+    ips = event.get("sourceIPs") or ["<unknown>"]
+    line = (f'{_rfc3339(event["requestReceivedTimestamp"])} AUDIT: id={_quote(event["auditID"])} '
+            f'stage={_quote(event["stage"])} ip={_quote(ips[0])} method={_quote(event["verb"])} '
+            f'user={_quote(username)} groups={_quote(groups)} as={_quote(asuser)} '
+            f'asgroups={_quote(asgroups)} user-agent={_quote(event.get("userAgent", ""))} '
+            f'namespace={_quote(namespace)} uri={_quote(event["requestURI"])} '
+            f'response="{response}"\n')
+    return line.encode("utf-8")
+
+
+def _quote(text):
+    """Go's C{%q} for the text orchd writes (JSON's escaping is the same for it)."""
+    return orjson.dumps(text).decode("utf-8")
+
+
+def _rfc3339(micro):
+    """A MicroTime as Go's C{time.RFC3339Nano}: trailing zeros of the fraction dropped."""
+    head, _, fraction = micro[:-1].partition(".")
+    fraction = fraction.rstrip("0")
+    return f"{head}.{fraction}Z" if fraction else f"{head}Z"
+
+
+class RotatingFile:
+    """
+    An append-only file that rotates past a size, as lumberjack does.
+
+    The full file is renamed C{<name>-<UTC timestamp>.<ext>} (gzipped with
+    C{compress}); backups beyond C{max_backups} or older than C{max_age_days}
+    (read from the timestamp in their name) are removed. 0 means no limit.
+    Not thread-safe: one writer thread owns it.
+    """
+
+    def __init__(self, path, max_size_mb=0, max_backups=0, max_age_days=0, compress=False,
+                 now=time.time):
+        self.path = path
+        self.max_size = max_size_mb * _MB
+        self.max_backups = max_backups
+        self.max_age = max_age_days * _DAY
+        self.compress = compress
+        self.now = now
+        directory, name = os.path.split(os.path.abspath(path))
+        self._dir = directory
+        self._prefix, self._ext = os.path.splitext(name)
+        self._prefix += "-"
+        self._pattern = re.compile(
+            re.escape(self._prefix) + r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3})"
+            + re.escape(self._ext) + r"(\.gz)?$")
+        os.makedirs(directory, exist_ok=True)
+        self._file = open(path, "ab")
+        os.chmod(path, 0o600)
+        self._size = self._file.tell()
+
+    def write(self, data):
+        if self.max_size and self._size and self._size + len(data) > self.max_size:
+            self.rotate()
+        self._file.write(data)
+        self._size += len(data)
+
+    def flush(self):
+        self._file.flush()
+
+    def close(self):
+        self._file.close()
+
+    def backup_name(self, seconds):
+        whole = int(seconds)
+        stamp = time.strftime(_STAMP, time.gmtime(whole))
+        return os.path.join(self._dir, f"{self._prefix}{stamp}.{int((seconds - whole) * 1000):03d}"
+                                       f"{self._ext}")
+
+    def rotate(self):
+        """Start a new file; the full one becomes a backup."""
+        self._file.close()
+        backup = self.backup_name(self.now())
+        os.rename(self.path, backup)
+        self._file = open(self.path, "ab")
+        os.chmod(self.path, 0o600)
+        self._size = 0
+        if self.compress:
+            with open(backup, "rb") as source, gzip.open(backup + ".gz", "wb") as target:
+                shutil.copyfileobj(source, target)
+            os.chmod(backup + ".gz", 0o600)
+            os.remove(backup)
+        self._prune()
+
+    def backups(self):
+        """C{(timestamp seconds, path)} of each backup, newest first."""
+        found = []
+        for name in os.listdir(self._dir):
+            match = self._pattern.match(name)
+            if match:
+                stamp, millis = match.group(1).rsplit(".", 1)
+                seconds = calendar.timegm(time.strptime(stamp, _STAMP))
+                found.append((seconds + int(millis) / 1000, os.path.join(self._dir, name)))
+        found.sort(reverse=True)
+        return found
+
+    def _prune(self):
+        backups = self.backups()
+        doomed = []
+        if self.max_backups:
+            doomed += backups[self.max_backups:]
+            backups = backups[:self.max_backups]
+        if self.max_age:
+            cutoff = self.now() - self.max_age
+            doomed += [b for b in backups if b[0] < cutoff]
+        for _, path in doomed:
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+
+
+class _Stdout:
+    """C{--audit-log-path=-}: the process's real standard output, never rotated."""
+
+    def write(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view):]
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+@implementer(IAuditSink)
+class LogBackend(Service):
+    """
+    The C{--audit-log-*} backend.
+
+    @ivar dropped: events dropped because the queue was full.
+    """
+
+    log = Logger()
+
+    def __init__(self, reactor, path, max_size_mb=0, max_backups=0, max_age_days=0,
+                 compress=False, fmt=JSON, buffer_size=DEFAULT_BUFFER, now=time.time):
+        self.reactor = reactor
+        self.path = path
+        self._rotation = (max_size_mb, max_backups, max_age_days, compress)
+        self._encode = encode_event if fmt == JSON else legacy_line
+        self._pending = collections.deque()
+        self._buffer_size = buffer_size
+        self._stopping = threading.Event()
+        self._now = now
+        self._thread = None
+        self._stopped = None
+        self.dropped = 0
+        self.write_errors = 0
+
+    def _open(self):
+        if self.path == "-":
+            return _Stdout()
+        return RotatingFile(self.path, *self._rotation, now=self._now)
+
+    def startService(self):
+        out = self._open()
+        super().startService()
+        self._stopped = Deferred()
+        self._thread = threading.Thread(target=self._run, args=(out,), name="orchd-audit-log",
+                                        daemon=True)
+        self._thread.start()
+
+    def write(self, event):
+        if not self.running or len(self._pending) >= self._buffer_size:
+            self._drop()
+            return
+        self._pending.append(event)
+
+    def _drop(self):
+        self.dropped += 1
+        if self.dropped == 1 or self.dropped % 10000 == 0:
+            self.log.warn("Audit log: {dropped} events dropped so far (the writer is behind or "
+                          "stopped)", dropped=self.dropped)
+
+    def stopService(self):
+        """Stop taking events; fire once every queued one is written and the file closed."""
+        super().stopService()
+        if self._thread is None:
+            return None
+        self._thread = None
+        self._stopping.set()
+        return self._stopped
+
+    def _run(self, out):
+        """The writer thread: what gathered since the last turn, one write and flush."""
+        pending = self._pending
+        stopping = False
+        while not stopping:
+            # Once set (no more events come: the service is not running), one last turn.
+            stopping = self._stopping.wait(FLUSH_INTERVAL)
+            if not pending:
+                continue
+            batch = []
+            while pending:
+                batch.append(pending.popleft())
+            lines = []
+            for event in batch:
+                try:
+                    lines.append(self._encode(event))
+                except Exception as e:   # a bug: keep the other events
+                    self.write_errors += 1
+                    self.reactor.callFromThread(
+                        self.log.error, "Audit log: cannot encode an event: {error}", error=e)
+            try:
+                out.write(b"".join(lines))
+                out.flush()
+            except Exception as e:
+                self.write_errors += len(batch)
+                self.reactor.callFromThread(
+                    self.log.error, "Audit log: cannot write {count} events to {path}: {error}",
+                    count=len(batch), path=self.path, error=e)
+        try:
+            out.close()
+        finally:
+            self.reactor.callFromThread(self._stopped.callback, None)

@@ -1,0 +1,30 @@
+# -*- test-case-name: tests.server.audit.test_filter -*-
+"""
+One log line per API request, when its answer is complete (for watches and
+streams: when they end), as upstream's C{httplog}.
+
+The line is a twisted.logger event whose fields (verb, uri, user, status,
+latency, audit_id, source_ip, user_agent) stay machine-readable under
+C{--log-format=json}. It never carries headers or bodies: no token and no
+Secret's data reach the log this way.
+"""
+
+from twisted.logger import Logger
+
+log = Logger(namespace="orchd.requests")
+
+
+def log_request(request, now):
+    """Log the request's line; C{now} is the same clock its C{received} was read from."""
+    info = request.api_info
+    user = request.api_user
+    address = request.getClientAddress()
+    log.info("{verb} {uri} {user} {status} {latency_ms:.1f}ms audit-id={audit_id}",
+             verb=info.verb if info is not None else request.method.decode("latin-1").lower(),
+             uri=request.uri.decode("latin-1"),
+             user=user.name if user is not None else "",
+             status=request.code,
+             latency_ms=(now - request.received) * 1000.0,
+             audit_id=request.audit_id,
+             source_ip=getattr(address, "host", ""),
+             user_agent=(request.getHeader(b"user-agent") or b"").decode("utf-8", "replace"))
