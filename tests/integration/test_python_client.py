@@ -224,7 +224,13 @@ class PythonClientKindsTests(TestCase):
             apps = self.api("AppsV1Api")
             workload = {"spec": {"selector": SELECTOR, "template": TEMPLATE}}
             apps.create_namespaced_deployment(NS, dict(workload, metadata={"name": "web"}))
-            apps.create_namespaced_replica_set(NS, dict(workload, metadata={"name": "web"}))
+            # Labels of its own: a Deployment adopts (and then scales) an
+            # orphaned ReplicaSet its selector matches.
+            alone = {"matchLabels": {"app": "web-alone"}}
+            apps.create_namespaced_replica_set(NS, {
+                "metadata": {"name": "web"},
+                "spec": {"selector": alone,
+                         "template": dict(TEMPLATE, metadata={"labels": alone["matchLabels"]})}})
             patched = apps.patch_namespaced_deployment_scale("web", NS, {"spec": {"replicas": 3}})
             # The Scale carries the replica set's resourceVersion, and the replica set
             # controller may write its status between the read and the replace: a 409
