@@ -235,7 +235,7 @@ class WebhookAdmission(Service):
             return None
         _, version = matched
         uid = str(uuid.uuid4())
-        request = review_request(attributes, uid, version)
+        request = review_request(attributes, uid, version, self._upstream_group_names)
         try:
             if hook.broken:
                 raise CallError(hook.broken)

@@ -17,6 +17,7 @@ import orjson
 
 from orchd.api.bounded import parse_json
 from orchd.api.errors import StatusError
+from orchd.api.groups import upstream_group
 
 GROUP = "admission.orch.io"
 UPSTREAM_GROUP = "admission.k8s.io"
@@ -47,7 +48,7 @@ def user_info(user):
     return info
 
 
-def review_request(attributes, uid, matched_version):
+def review_request(attributes, uid, matched_version, upstream_group_names=False):
     """
     The review's C{request}: the write as a webhook sees it.
 
@@ -55,10 +56,14 @@ def review_request(attributes, uid, matched_version):
         rules matched (another served version under matchPolicy
         Equivalent): C{kind} and C{resource} name it, C{requestKind} and
         C{requestResource} the version the client wrote.
+    @param upstream_group_names: name a renamed group (and the objects'
+        apiVersion) in its upstream spelling, as C{--upstream-group-names}
+        has the server speak to webhooks written for upstream.
     """
     info = attributes.info
-    request_kind = {"group": info.group, "version": info.version, "kind": info.kind}
-    request_resource = {"group": info.group, "version": info.version, "resource": info.resource}
+    group = (upstream_group_names and upstream_group(info.group)) or info.group
+    request_kind = {"group": group, "version": info.version, "kind": info.kind}
+    request_resource = {"group": group, "version": info.version, "resource": info.resource}
     if matched_version == info.version:
         kind, resource = request_kind, request_resource
     else:
@@ -69,8 +74,8 @@ def review_request(attributes, uid, matched_version):
         "requestKind": request_kind, "requestResource": request_resource,
         "name": attributes.name, "operation": attributes.operation,
         "userInfo": user_info(attributes.user),
-        "object": _sent(attributes.obj, info, matched_version),
-        "oldObject": _sent(attributes.old, info, matched_version),
+        "object": _sent(attributes.obj, info, group, matched_version),
+        "oldObject": _sent(attributes.old, info, group, matched_version),
         "dryRun": bool(attributes.dry_run),
     }
     if attributes.subresource:
@@ -86,12 +91,16 @@ def review_request(attributes, uid, matched_version):
     return request
 
 
-def _sent(obj, info, version):
-    """The object as sent: in the matched version's apiVersion (objects are the same shape)."""
-    if obj is None or version == info.version or not isinstance(obj, dict):
+def _sent(obj, info, group, version):
+    """
+    The object as sent: in the matched version's apiVersion, its group as
+    the review spells it (objects are the same shape in every version).
+    """
+    if obj is None or (version == info.version and group == info.group) \
+            or not isinstance(obj, dict):
         return obj
     sent = dict(obj)
-    sent["apiVersion"] = f"{info.group}/{version}" if info.group else version
+    sent["apiVersion"] = f"{group}/{version}" if group else version
     return sent
 
 

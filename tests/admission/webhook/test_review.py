@@ -5,9 +5,12 @@ import json
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.admission.interfaces import CREATE, AdmissionAttributes
 from orchd.admission.webhook.review import (
-    CallError, call_failure, denial, parse_answer, review_body,
+    CallError, call_failure, denial, parse_answer, review_body, review_request,
 )
+from orchd.api.kinds import KindInfo
+from orchd.auth.user import UserInfo
 
 
 def answer(version="v1", group="admission.orch.io", **response):
@@ -81,3 +84,28 @@ class MessageTests(SynchronousTestCase):
         self.assertEqual(json.loads(review_body({}, "v1"))["apiVersion"], "admission.orch.io/v1")
         self.assertEqual(json.loads(review_body({}, "v1", True))["apiVersion"],
                          "admission.k8s.io/v1")
+
+
+class ReviewRequestTests(SynchronousTestCase):
+    def _attributes(self):
+        info = KindInfo("rbac.authorization.orch.io", "v1", "roles", "Role", True)
+        role = {"apiVersion": "rbac.authorization.orch.io/v1", "kind": "Role",
+                "metadata": {"name": "r", "namespace": "ns"}, "rules": []}
+        return AdmissionAttributes(CREATE, info, "ns", "r", role, None,
+                                   UserInfo("alice", ("devs",)))
+
+    def test_orch_spelling(self):
+        """By default a renamed group is sent as the server names it."""
+        request = review_request(self._attributes(), "u", "v1")
+        self.assertEqual(request["kind"]["group"], "rbac.authorization.orch.io")
+        self.assertEqual(request["object"]["apiVersion"], "rbac.authorization.orch.io/v1")
+
+    def test_upstream_spelling(self):
+        """With upstream group names, kinds, resources and objects name the group upstream's way."""
+        attributes = self._attributes()
+        request = review_request(attributes, "u", "v1", upstream_group_names=True)
+        for field in ("kind", "resource", "requestKind", "requestResource"):
+            self.assertEqual(request[field]["group"], "rbac.authorization.k8s.io", field)
+        self.assertEqual(request["object"]["apiVersion"], "rbac.authorization.k8s.io/v1")
+        # The object under review keeps the server's spelling.
+        self.assertEqual(attributes.obj["apiVersion"], "rbac.authorization.orch.io/v1")
