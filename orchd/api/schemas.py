@@ -82,14 +82,19 @@ _CORE_GVK_DEFINITIONS = {
 def definition_name(info, kind=None):
     """
     The definition name of a kind (or of C{kind} in its group/version), in
-    the style of upstream (C{io.k8s.api.apps.v1.Deployment}): the package is
-    the first label of the group, C{core} for the core group.
+    the style of upstream: for the server's own groups the package is the
+    first label of the group, C{core} for the core group
+    (C{io.orch.api.apps.v1.Deployment}); a custom resource's group is
+    written reversed (C{com.example.v1.Widget}), so that groups sharing a
+    first label (C{example.com}, C{example.org}) do not share a name.
     """
     return named_kind(info.group, info.version, kind or info.kind)
 
 
 def named_kind(group, version, kind):
     """L{definition_name} of C{kind} of C{group/version}."""
+    if "." in group and not canonical_group(group).endswith(".orch.io"):
+        return f"{'.'.join(reversed(group.split('.')))}.{version}.{kind}"
     package = group.split(".")[0] if group else "core"
     return f"io.orch.api.{package}.{version}.{kind}"
 

@@ -464,3 +464,23 @@ class PatchExtensionTests(SynchronousTestCase):
         rules = v3(find("rbac.authorization.orch.io", "clusterroles"))["components"]["schemas"][
             "io.orch.api.rbac.v1.ClusterRole"]["properties"]["rules"]
         self.assertNotIn("x-kubernetes-patch-strategy", rules)
+
+
+class DefinitionNameTests(SynchronousTestCase):
+    def test_custom_groups_reversed(self):
+        """A custom resource's group is written reversed, so groups sharing a first label differ."""
+        from orchd.api.kinds import KindInfo
+        kinds = [KindInfo(group, "v1", "widgets", "Widget", True)
+                 for group in ("example.com", "example.org")]
+        definitions = openapi.openapi_v2(kinds)["definitions"]
+        self.assertEqual(definitions["com.example.v1.Widget"]["x-kubernetes-group-version-kind"],
+                         [{"group": "example.com", "version": "v1", "kind": "Widget"}])
+        self.assertIn("org.example.v1.Widget", definitions)
+
+    def test_own_groups_by_first_label(self):
+        """The server's own groups, in either spelling, are named by their first label."""
+        for group in ("rbac.authorization.orch.io", "rbac.authorization.k8s.io"):
+            self.assertEqual(schemas.named_kind(group, "v1", "Role"), "io.orch.api.rbac.v1.Role")
+        self.assertEqual(schemas.named_kind("apps", "v1", "Deployment"),
+                         "io.orch.api.apps.v1.Deployment")
+        self.assertEqual(schemas.named_kind("", "v1", "Pod"), "io.orch.api.core.v1.Pod")

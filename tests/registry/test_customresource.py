@@ -347,7 +347,7 @@ class CustomResourceTests(SynchronousTestCase):
         """OpenAPI v3 describes the kind from its schema, for kubectl explain."""
         code, document, _ = self.api.call("GET", "/openapi/v3/apis/example.com/v1")
         self.assertEqual(code, 200)
-        definition = document["components"]["schemas"]["io.orch.api.example.v1.Widget"]
+        definition = document["components"]["schemas"]["com.example.v1.Widget"]
         self.assertEqual(definition["properties"]["spec"]["properties"]["replicas"]["type"],
                          "integer")
         self.assertEqual(definition["x-kubernetes-group-version-kind"],
@@ -357,7 +357,7 @@ class CustomResourceTests(SynchronousTestCase):
         """OpenAPI v2 has the kind's definition too."""
         code, document, _ = self.api.call("GET", "/openapi/v2")
         self.assertEqual(code, 200)
-        self.assertIn("io.orch.api.example.v1.Widget", document["definitions"])
+        self.assertIn("com.example.v1.Widget", document["definitions"])
 
     # -- garbage collection ---------------------------------------------------------------
 
