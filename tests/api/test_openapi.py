@@ -6,7 +6,7 @@ from openapi_spec_validator import validate as validate_spec
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import openapi, schemas
-from orchd.api.kinds import SUBRESOURCE_VERBS
+from orchd.api.kinds import SUBRESOURCE_VERBS, KindInfo
 from orchd.registry.kinds.builtin import KINDS
 
 STABLE = [k for k in KINDS if k.stage == "stable"]
@@ -469,7 +469,6 @@ class PatchExtensionTests(SynchronousTestCase):
 class DefinitionNameTests(SynchronousTestCase):
     def test_custom_groups_reversed(self):
         """A custom resource's group is written reversed, so groups sharing a first label differ."""
-        from orchd.api.kinds import KindInfo
         kinds = [KindInfo(group, "v1", "widgets", "Widget", True)
                  for group in ("example.com", "example.org")]
         definitions = openapi.openapi_v2(kinds)["definitions"]
