@@ -33,8 +33,8 @@ class NodeSpec:
     (a heartbeat in the status does not count).
     """
 
-    __slots__ = ("name", "labels", "unschedulable", "hard_taints", "soft_taints",
-                 "allocatable", "cpu", "memory", "pods", "_identity")
+    __slots__ = ("name", "labels", "unschedulable", "hard_taints", "hard_taints_key",
+                 "soft_taints", "allocatable", "cpu", "memory", "pods", "_identity")
 
     def __init__(self, node):
         meta = node.get("metadata") or {}
@@ -47,6 +47,9 @@ class NodeSpec:
         taints = node_taints(node)
         self.hard_taints = tuple(t for t in taints
                                  if t.get("effect") in (NO_SCHEDULE, NO_EXECUTE))
+        #: Equal for nodes with the same hard taints: what the taint filter
+        #: decides for a pod holds for every node of one key.
+        self.hard_taints_key = repr(self.hard_taints)
         self.soft_taints = tuple(t for t in taints if t.get("effect") == PREFER_NO_SCHEDULE)
         self.allocatable = resource_list(status.get("allocatable"))
         self.cpu = self.allocatable.get(CPU, 0)

@@ -34,9 +34,28 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     weight = 3
 
     def filter_nodes(self, pod, nodes, statuses):
+        """
+        Each distinct set of hard taints is judged once per pod: nodes
+        mostly share theirs (none, or a taint put on many nodes at once).
+        """
         if not any(node.node.hard_taints for node in nodes):
             return nodes
-        return super().filter_nodes(pod, nodes, statuses)
+        kept, verdicts = [], {}
+        for node in nodes:
+            spec = node.node
+            if not spec.hard_taints:
+                kept.append(node)
+                continue
+            key = spec.hard_taints_key
+            if key in verdicts:
+                status = verdicts[key]
+            else:
+                status = verdicts[key] = self.filter(pod, node)
+            if status is None:
+                kept.append(node)
+            else:
+                statuses[node.name] = status
+        return kept
 
     def score_nodes(self, pod, nodes):
         return [self.score(pod, node) if node.node.soft_taints else 0 for node in nodes]

@@ -12,16 +12,29 @@ from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
 
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
+from orchd.storage.watchcache import CachedEvent
 
 #: Listed objects decoded per reactor turn.
 LIST_SLICE = 2000
 
 
 def event_object(event):
-    """The object carried by a store event, with the change's resourceVersion."""
+    """The object carried by a store event, with the change's resourceVersion (a new copy)."""
     obj = orjson.loads(event.value)
     obj["metadata"]["resourceVersion"] = str(event.revision)
     return obj
+
+
+def shared_event_object(event):
+    """
+    The object of a store event, decoded once for every follower of the
+    change: a watch cache's events (L{orchd.storage.watchcache.CachedEvent})
+    carry it, decoded on first need; plain store events are decoded here.
+    Whoever gets it must not change it.
+    """
+    if isinstance(event, CachedEvent):
+        return event.obj
+    return event_object(event)
 
 
 def start_all(informers):
@@ -45,7 +58,12 @@ class Informer:
     @param keep: C{keep(obj)}: what the cache holds of an object, by default
         all of it. A handler that needs little of it keeps the process lean by
         keeping only that: what is kept is what it gets as C{old}, and as
-        C{obj} too for deletions found by listing again.
+        C{obj} too for deletions found by listing again. With a C{keep}, the
+        C{obj} of a watched change is the one decoded for every informer of
+        the resource (a pod change is not decoded once per controller), so
+        neither C{keep} nor C{on_change} may change it (nor what C{keep}
+        takes of it unchanged, such as its labels); without one, the cache
+        holds objects of this informer's own, which its user may change.
     @param clock: the reactor turns of a long listing are taken from (by
         default the global reactor's).
     """
@@ -58,6 +76,7 @@ class Informer:
         self._prefix = prefix
         self._on_change = on_change
         self._keep = keep or (lambda obj: obj)
+        self._decode = shared_event_object if keep is not None else event_object
         self._watch = None
         self._stopped = False
         self.cache = {}
@@ -118,7 +137,7 @@ class Informer:
             if event.revision <= self.revision:
                 continue
             self.revision = event.revision
-            obj = event_object(event)
+            obj = self._decode(event)
             before = self.cache.get(event.key)
             if event.type == DELETED:
                 self.cache.pop(event.key, None)

@@ -90,9 +90,10 @@ class CachedEvent:
 
     def forget_objects(self):
         """
-        Drop the decoded objects once the change is fanned out: history keeps
-        bytes, which the garbage collector need not scan; the rare watcher
-        that replays history decodes again.
+        Drop the decoded objects once the change is fanned out (to watchers
+        and in-process followers): history keeps bytes, which the garbage
+        collector need not scan; the rare watcher that replays history
+        decodes again.
         """
         self._obj = self._prev = None
 
@@ -429,10 +430,14 @@ class WatchCache:
             self.revision = event.revision
             for watcher in list(self.watchers):
                 watcher.offer(cached)
-            cached.forget_objects()
             applied.append(cached)
+        # The followers share the objects the watchers decoded (an informer
+        # with a keep function reads the event's object instead of decoding
+        # its own): forgotten only once every follower has had them.
         for subscription in list(self.subscriptions):
             subscription.offer(applied)
+        for cached in applied:
+            cached.forget_objects()
 
     def _failed(self, error):
         """The store's watch ended: every client must list again."""
@@ -491,7 +496,10 @@ class WatchCache:
             raise CompactedError(after, self.oldest)
         subscription = Subscription(self, prefix, on_events, on_error)
         self.subscriptions.add(subscription)
-        subscription.offer([event for event in self.history if event.revision > after])
+        missed = [event for event in self.history if event.revision > after]
+        subscription.offer(missed)
+        for event in missed:
+            event.forget_objects()
         return subscription
 
     def forget(self, watcher):

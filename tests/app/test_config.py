@@ -61,10 +61,35 @@ class OptionsTests(SynchronousTestCase):
         """makeService hands the loaded Config to orchd.app.service.make_service."""
         received, service = [], Service()
         self.patch(tap, "make_service", lambda config: received.append(config) or service)
+        self.patch(tap, "gc", _RecordingGC())
         options = Options()
         options.parseOptions(["--secure-port=0"])
         self.assertEqual(list(tap.makeService(options)), [service])
         self.assertEqual(received[0].secure_port, 0)
+
+    def test_make_service_collects_garbage_less_often(self):
+        """makeService freezes what is loaded and raises every garbage collection threshold."""
+        self.patch(tap, "make_service", lambda config: Service())
+        self.patch(tap, "gc", _RecordingGC())
+        options = Options()
+        options.parseOptions(["--secure-port=0"])
+        tap.makeService(options)
+        self.assertEqual(tap.gc.calls, [("freeze",), ("set_threshold", tap.GC_THRESHOLDS)])
+        young, middle, full = tap.GC_THRESHOLDS
+        self.assertGreater(young * middle * full, 700 * 10 * 10)
+
+
+class _RecordingGC:
+    """Stands in for the gc module, so that tests leave the test process's collector alone."""
+
+    def __init__(self):
+        self.calls = []
+
+    def freeze(self):
+        self.calls.append(("freeze",))
+
+    def set_threshold(self, *thresholds):
+        self.calls.append(("set_threshold", thresholds))
 
 
 class BooleanFlagTests(SynchronousTestCase):

@@ -53,6 +53,26 @@ class TaintTolerationFilterTests(SynchronousTestCase):
         self.assertEqual(self.plugin.filter(pod_info(tolerations=[
             {"key": "gpu", "operator": "Equal", "value": "no"}]), node).code, UNRESOLVABLE)
 
+    def test_filter_nodes_judges_each_taint_set_once(self):
+        """Over many nodes, nodes with equal taints get one verdict and different ones their own."""
+        gpu = {"key": "gpu", "value": "yes", "effect": "NoSchedule"}
+        nodes = [node_info("n1", taints=[NOT_READY]), node_info("n2"),
+                 node_info("n3", taints=[gpu]), node_info("n4", taints=[dict(NOT_READY)]),
+                 node_info("n5", taints=[gpu])]
+        statuses = {}
+        tolerant = pod_info(tolerations=[{"key": "gpu", "operator": "Exists"}])
+        kept = self.plugin.filter_nodes(tolerant, nodes, statuses)
+        self.assertEqual([n.name for n in kept], ["n2", "n3", "n5"])
+        self.assertEqual(statuses, {
+            name: NodeStatus(UNRESOLVABLE,
+                             "node(s) had untolerated taint {node.orch.io/not-ready: }")
+            for name in ("n1", "n4")})
+        judged = []
+        filter_one = self.plugin.filter
+        self.patch(self.plugin, "filter", lambda p, n: judged.append(n.name) or filter_one(p, n))
+        self.plugin.filter_nodes(tolerant, nodes, {})
+        self.assertEqual(judged, ["n1", "n3"])
+
 
 class NodePortsTests(SynchronousTestCase):
     plugin = NodePorts()

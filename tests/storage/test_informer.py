@@ -5,9 +5,11 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.storage.cachedreads import CachedReads
 from orchd.storage.informer import LIST_SLICE, Informer
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
 from orchd.storage.memory import MemoryStore
+from orchd.storage.watchcache import WatchCache
 
 PREFIX = "/registry/things/"
 
@@ -142,3 +144,56 @@ class InformerTests(SynchronousTestCase):
         self.write("create", "b", "red")
         self.assertEqual(calls, [ADDED, ADDED])
         self.assertEqual(len(self.flushLoggedErrors(ValueError)), 2)
+
+
+class SharedDecodingTests(SynchronousTestCase):
+    """Informers following one watch cache decode each change once between them."""
+
+    def setUp(self):
+        self.store = MemoryStore()
+        self.cache = WatchCache(self.store, PREFIX, Clock())
+        self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
+        self.addCleanup(self.cache.stop)
+        self.reads = CachedReads({PREFIX: self.cache}, self.store)
+
+    def start(self, keep=None):
+        seen = []
+        informer = Informer(self.reads, PREFIX, lambda type, obj, old: seen.append(obj),
+                            keep=keep)
+        self.successResultOf(Deferred.fromCoroutine(informer.start()))
+        self.addCleanup(informer.stop)
+        return informer, seen
+
+    def test_informers_with_keep_share_the_decoded_object(self):
+        """Two informers with a keep function are handed the same object for one change."""
+        first, first_seen = self.start(keep=uid_only)
+        second, second_seen = self.start(keep=uid_only)
+        self.successResultOf(self.store.create(PREFIX + "a", thing("a", "red")))
+        self.assertIs(first_seen[0], second_seen[0])
+        self.assertEqual(first_seen[0]["metadata"]["resourceVersion"],
+                         first.cache[PREFIX + "a"]["metadata"]["resourceVersion"])
+
+    def test_informer_keeping_whole_objects_gets_its_own(self):
+        """An informer that caches whole objects (which its user may change) decodes its own."""
+        shared, shared_seen = self.start(keep=uid_only)
+        whole, whole_seen = self.start()
+        self.successResultOf(self.store.create(PREFIX + "a", thing("a", "red")))
+        self.assertIsNot(whole_seen[0], shared_seen[0])
+        self.assertEqual(whole_seen[0], shared_seen[0])
+        whole.cache[PREFIX + "a"]["colour"] = "blue"
+        self.assertEqual(shared_seen[0]["colour"], "red")
+
+    def test_history_keeps_no_decoded_objects(self):
+        """Once followers have had a change, and after a replay of history, the cache keeps only bytes."""
+        self.start(keep=uid_only)
+        self.successResultOf(self.store.create(PREFIX + "a", thing("a", "red")))
+        self.assertIsNone(self.cache.history[-1]._obj)
+        replayed = []
+        subscription = self.cache.subscribe(
+            PREFIX, 0, lambda events: replayed.extend(e.obj["colour"] for e in events),
+            lambda error: None)
+        self.addCleanup(subscription.stop)
+        self.assertEqual(replayed, ["red"])
+        for event in self.cache.history:
+            self.assertIsNone(event._obj)
+            self.assertIsNone(event._prev)
