@@ -1,9 +1,7 @@
 """Tests for L{orchd.api.fieldvalidation} and L{orchd.api.strictdecode}."""
 
 import copy
-import time
 
-import orjson
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import fieldvalidation, schemas
@@ -14,7 +12,6 @@ from orchd.api.fieldvalidation import (
 from orchd.api.kinds import KindInfo
 from orchd.api.strictdecode import duplicate_fields
 from orchd.registry.kinds.builtin import KINDS
-from tests.builtinkinds import kind_info
 
 RBAC = "rbac.authorization.orch.io"
 
@@ -188,22 +185,6 @@ class PruneTests(SynchronousTestCase):
         self.assertEqual(found, ["m.k1.b", "n[0][0].c"])
         self.assertEqual(value, {"m": {"k1": {"a": "x"}}, "n": [[{"a": "y"}]]})
 
-    def test_fast(self):
-        """A 2 KB config map is checked in well under 50 microseconds."""
-        config_map = {"apiVersion": "v1", "kind": "ConfigMap",
-                      "metadata": {"name": "cfg", "namespace": "default",
-                                   "labels": {"app": "web"}, "annotations": {"a": "x" * 300}},
-                      "data": {f"key{i}": "v" * 40 for i in range(32)}}
-        self.assertGreater(len(orjson.dumps(config_map)), 2000)
-        info = kind_info("", "ConfigMap")
-        prune_unknown_fields(config_map, info)
-        rounds = 2000
-        start = time.perf_counter()
-        for _ in range(rounds):
-            prune_unknown_fields(config_map, info)
-        # Generous for slow machines; typically a few microseconds.
-        self.assertLess((time.perf_counter() - start) / rounds, 50e-6)
-
 
 class MessageTests(SynchronousTestCase):
     def test_messages(self):
@@ -307,11 +288,4 @@ merged:
         bomb = b"a: &a [x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\n"
         self.assertEqual(duplicate_fields(bomb, "application/yaml"), [])
 
-    def test_fast_when_none(self):
-        """The common case, no duplicates, costs one extra parse."""
-        body = orjson.dumps({"metadata": {"name": "x"}, "data": {f"k{i}": "v" * 40
-                                                                 for i in range(40)}})
-        start = time.perf_counter()
-        for _ in range(1000):
-            self.assertEqual(duplicate_fields(body, "application/json"), [])
-        self.assertLess((time.perf_counter() - start) / 1000, 500e-6)
+
