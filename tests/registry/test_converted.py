@@ -121,6 +121,17 @@ class ConvertedVersionTests(SynchronousTestCase):
         self.assertEqual(self.stored()["spec"]["metrics"], [CPU50, MEMORY])
         self.assertNotIn("annotations", self.stored()["metadata"])
 
+    def test_v2_drops_round_trip_annotations(self):
+        """A v2 write's round-trip annotations are dropped, as upstream's v2 does; others stay."""
+        created = self.call("POST", V2, {"metadata": {"name": "web", "annotations": {
+            METRICS_ANNOTATION: "[]", CONDITIONS_ANNOTATION: "junk", "team": "a"}},
+            "spec": {"scaleTargetRef": REF, "maxReplicas": 3}}, code=201)
+        self.assertEqual(created["metadata"]["annotations"], {"team": "a"})
+        patched = self.call("PATCH", V2 + "/web", {"metadata": {"annotations": {
+            BEHAVIOR_ANNOTATION: "{}", "team": None}}}, content_type=MERGE)
+        self.assertNotIn("annotations", patched["metadata"])
+        self.assertNotIn("annotations", self.stored()["metadata"])
+
     def test_bad_annotation_400(self):
         """A round-trip annotation that is not JSON is a 400, not a 500."""
         body = v1_hpa()
