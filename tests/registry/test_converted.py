@@ -212,7 +212,7 @@ class ConvertedVersionTests(SynchronousTestCase):
         self.assertEqual(v2.events()[0]["object"]["spec"]["metrics"], [CPU50, MEMORY])
 
     def test_table(self):
-        """The v1 Table has v2's columns and shows the targets as v2's does."""
+        """The v1 Table, listed or watched, has v2's columns and shows the targets as v2's does."""
         self.call("POST", V1, v1_hpa(), code=201)
         table = self.call("GET", V1, headers={b"accept": TABLE})
         self.assertEqual([c["name"] for c in table["columnDefinitions"]],
@@ -220,6 +220,8 @@ class ConvertedVersionTests(SynchronousTestCase):
         self.assertEqual(table["rows"][0]["cells"][:6],
                          ["web", "Deployment/web", "cpu: <unknown>/50%", "1", 3, 0])
         self.assertEqual(table, dict(self.call("GET", V2, headers={b"accept": TABLE})))
+        watched = Stream(self.api, V1 + "?watch=true", headers={b"accept": [TABLE]}).events()
+        self.assertEqual(watched[0]["object"]["rows"][0]["cells"][2], "cpu: <unknown>/50%")
 
     def test_delete_v1(self):
         """A v1 delete removes the stored object and answers it in v1."""
