@@ -54,13 +54,29 @@ class KindDefinition:
     @ivar connectors: C{{subresource: factory(catalog, info)}} of the
         subresources this kind brings with it (a custom resource's scale),
         served while it is.
+    @ivar conversion: None, or the L{orchd.registry.converted.Conversion}
+        of a version kept in another version's storage (C{autoscaling/v1}
+        HorizontalPodAutoscalers): its store is then a
+        L{orchd.registry.converted.ConvertedStore} serving the storage
+        version's objects converted, with the storage version's strategy.
     """
 
-    __slots__ = ("info", "strategy", "store", "connectors")
+    __slots__ = ("info", "strategy", "store", "connectors", "conversion")
 
-    def __init__(self, info, strategy=DefaultStrategy, store=None, connectors=None):
+    def __init__(self, info, strategy=DefaultStrategy, store=None, connectors=None,
+                 conversion=None):
         self.info = info
         self.strategy = strategy
+        self.conversion = conversion
+        if conversion is not None:
+            if store is not None:
+                raise ValueError(f"{info.qualified_resource} {info.version}: a converted "
+                                 f"version has the converting store")
+            if info.storage_version != conversion.storage_version:
+                raise ValueError(f"{info.qualified_resource} {info.version}: stored in "
+                                 f"{info.storage_version}, converts to "
+                                 f"{conversion.storage_version}")
+            store = conversion.store
         self.store = store
         self.connectors = dict(connectors or {})
 

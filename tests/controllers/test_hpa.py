@@ -17,6 +17,7 @@ from tests.controllers.workloadsupport import PODS, WorkloadHarness, deployment,
 from tests.support import APIHarness
 
 HPAS = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
 RSS = "/apis/apps/v1/namespaces/default/replicasets"
 
 
@@ -106,6 +107,23 @@ class HPATests(SynchronousTestCase):
         self.assertIn(("SuccessfulRescale",
                        "New size: 4; reason: cpu resource utilization (percentage of request) "
                        "above target"), self.h.events("HorizontalPodAutoscaler"))
+
+    def test_v1_autoscaler_scales(self):
+        """An HPA created in autoscaling/v1 scales its target; v1 reads show the controller's status."""
+        self.metrics.cpu = {"web-0": 900, "web-1": 900}
+        self.h.call("POST", HPAS_V1, {
+            "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                        "name": "web"},
+                     "minReplicas": 1, "maxReplicas": 10,
+                     "targetCPUUtilizationPercentage": 50}}, 201)
+        self.start()
+        self.assertEqual(self.replicas(), 4)
+        v1 = self.h.get(f"{HPAS_V1}/web")
+        self.assertEqual(v1["status"]["currentCPUUtilizationPercentage"], 90)
+        self.assertEqual(v1["status"]["desiredReplicas"], 4)
+        self.assertIn("autoscaling.alpha.kubernetes.io/conditions", v1["metadata"]["annotations"])
 
     def test_within_tolerance_and_resync(self):
         """Usage near the target keeps the count; the next sync 15 s later sees new usage."""

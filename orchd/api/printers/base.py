@@ -101,6 +101,27 @@ class Printer:
         return self.conditions(Row(obj, now)) if self.conditions else None
 
 
+class ConvertedPrinter(Printer):
+    """
+    Another version's printer, for a version served converted from it
+    (L{orchd.registry.converted}): each object is converted before its
+    cells are computed, as upstream prints the internal object whatever
+    version was asked for.
+    """
+
+    __slots__ = ("convert",)
+
+    def __init__(self, printer, convert):
+        super().__init__(*printer.columns, conditions=printer.conditions, order=printer.order)
+        self.convert = convert
+
+    def cells(self, obj, now):
+        return super().cells(self.convert(obj), now)
+
+    def row_conditions(self, obj, now):
+        return super().row_conditions(self.convert(obj), now) if self.conditions else None
+
+
 class Row:
     """What a cell function sees: the object and the table's clock."""
 

@@ -4,9 +4,10 @@ Printers of the workload groups: C{apps}, C{batch}, C{autoscaling} and
 C{policy}, after upstream's C{printers.go}.
 """
 
+from orchd.api import autoscalingv1
 from orchd.api.errors import StatusError
 from orchd.api.printers.base import (
-    BOOLEAN, INTEGER, STRING, Column, Printer, age_column, as_dict, as_list, bool_text,
+    BOOLEAN, INTEGER, STRING, Column, ConvertedPrinter, Printer, age_column, as_dict, as_list, bool_text,
     container_columns, format_label_selector, format_labels, human_duration, int_or_string,
     name_column, parse_time, selector_string,
 )
@@ -261,6 +262,10 @@ HORIZONTAL_POD_AUTOSCALER = Printer(
            lambda row: row.get("status", "currentReplicas", default=0)),
     age_column(),
 )
+
+#: autoscaling/v1's table: upstream prints the internal (v2) object, so
+#: both versions show the same columns and cells.
+HORIZONTAL_POD_AUTOSCALER_V1 = ConvertedPrinter(HORIZONTAL_POD_AUTOSCALER, autoscalingv1.to_v2)
 
 # -- policy ----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import copy
 
 from zope.interface import implementer
 
+from orchd.api.autoscalingv1 import ROUND_TRIP_ANNOTATIONS
 from orchd.api.errors import FieldError
 from orchd.api.meta import path_segment_errors
 from orchd.api.quantity import parse_quantity
@@ -216,6 +217,21 @@ def _rules_errors(rules, path):
     return errors
 
 
+def drop_round_trip_annotations(obj):
+    """
+    Take off the annotations that carry v2 content through v1 objects
+    (L{orchd.api.autoscalingv1}): a v2 object says it in its fields, and
+    upstream's v2 drops them too, so they never reach storage.
+    """
+    meta = obj.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if isinstance(annotations, dict) and any(k in annotations for k in ROUND_TRIP_ANNOTATIONS):
+        for key in ROUND_TRIP_ANNOTATIONS:
+            annotations.pop(key, None)
+        if not annotations:
+            del meta["annotations"]
+
+
 @implementer(IStrategy)
 class HorizontalPodAutoscalerStrategy(StatusFieldsStrategy):
     zero_status = {"desiredReplicas": 0}
@@ -223,10 +239,12 @@ class HorizontalPodAutoscalerStrategy(StatusFieldsStrategy):
     def prepare_for_create(self, ctx, obj):
         super().prepare_for_create(ctx, obj)
         set_defaults(obj.get("spec"))
+        drop_round_trip_annotations(obj)
 
     def prepare_for_update(self, ctx, obj, old):
         super().prepare_for_update(ctx, obj, old)
         set_defaults(obj.get("spec"))
+        drop_round_trip_annotations(obj)
 
     def validate(self, ctx, obj):
         return spec_errors(obj.get("spec"))

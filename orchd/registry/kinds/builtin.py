@@ -15,6 +15,7 @@ table order, into the L{KindRegistry} the server follows
 (L{builtin_registry}); a custom resource will be registered the same way.
 """
 
+from orchd.api import autoscalingv1
 from orchd.api import patchschema as patch
 from orchd.api import schemadefs_core as core_schemas
 from orchd.api import schemadefs_groups as group_schemas
@@ -25,6 +26,7 @@ from orchd.api.kinds import (
     RBAC, READ_ONLY, SCHEDULING, STORAGE, KindInfo,
 )
 from orchd.api.printers import cluster, core, events, networking, storage, workloads
+from orchd.registry.converted import Conversion
 from orchd.registry.definitions import KindDefinition, KindRegistry, enabled_definitions
 from orchd.registry.kinds.batch import CronJobStrategy, JobStrategy
 from orchd.registry.kinds.certificatesigningrequest import CertificateSigningRequestStrategy
@@ -55,12 +57,18 @@ from orchd.registry.kinds.workloads import (
 from orchd.registry.strategy import DefaultStrategy
 
 
-def _ns(group, version, resource, kind, strategy=DefaultStrategy, **kw):
-    return KindDefinition(KindInfo(group, version, resource, kind, True, **kw), strategy)
+def _ns(group, version, resource, kind, strategy=DefaultStrategy, conversion=None, **kw):
+    if conversion is not None:
+        kw["storage_version"] = conversion.storage_version
+    return KindDefinition(KindInfo(group, version, resource, kind, True, **kw), strategy,
+                          conversion=conversion)
 
 
-def _cluster(group, version, resource, kind, strategy=DefaultStrategy, **kw):
-    return KindDefinition(KindInfo(group, version, resource, kind, False, **kw), strategy)
+def _cluster(group, version, resource, kind, strategy=DefaultStrategy, conversion=None, **kw):
+    if conversion is not None:
+        kw["storage_version"] = conversion.storage_version
+    return KindDefinition(KindInfo(group, version, resource, kind, False, **kw), strategy,
+                          conversion=conversion)
 
 
 _ALL = ("all",)
@@ -171,6 +179,12 @@ DEFINITIONS = (
     _ns(AUTOSCALING, "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
         short_names=("hpa",), subresources=_STATUS, categories=_ALL,
         strategy=HorizontalPodAutoscalerStrategy, printer=workloads.HORIZONTAL_POD_AUTOSCALER),
+    # autoscaling/v1: the same objects, stored as v2 and converted
+    _ns(AUTOSCALING, "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+        short_names=("hpa",), subresources=_STATUS, categories=_ALL,
+        strategy=HorizontalPodAutoscalerStrategy,
+        printer=workloads.HORIZONTAL_POD_AUTOSCALER_V1,
+        conversion=Conversion("v2", autoscalingv1.to_v2, autoscalingv1.to_v1)),
     # metrics.orch.io/v1beta1: usage from the node agents, kept in memory
     # (orchd/registry/resourcemetrics.py)
     _cluster(METRICS, "v1beta1", "nodes", "NodeMetrics", verbs=READ_ONLY, stored=False),

@@ -18,19 +18,16 @@ changes); a C{scale} subresource is the one scale connector
 (L{orchd.registry.scale}) reading the definition's replica paths.
 """
 
-import orjson
-from zope.interface import implementer
-
 from orchd.api.crdschema import CustomResourceSchema
 from orchd.api.errors import FieldError, StatusError
 from orchd.api.kinds import AUTOSCALING, STANDARD_VERBS, KindInfo
 from orchd.api.printers.custom import column_printer
 from orchd.api.schemadefs_base import PRESERVE, KindSchema
+from orchd.registry.converted import VersionedEncoder, copied
 from orchd.registry.definitions import KindDefinition
 from orchd.registry.generic import ResourceStore
 from orchd.registry.scale import ScaleConnector, ScalePaths
 from orchd.registry.strategy import DefaultStrategy
-from orchd.storage.interfaces import IWatchEncoder
 
 #: The finalizer that holds a definition until its resources are gone.
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -242,8 +239,8 @@ class CustomResourceStore(ResourceStore):
     async def prepare_watch(self, ctx, options):
         """A watch whose events are shaped as this version answers them."""
         start = await super().prepare_watch(ctx, options)
-        return lambda sink, encoder: start(sink, _VersionedEncoder(encoder, self._shape,
-                                                                   self._api_version))
+        return lambda sink, encoder: start(sink, VersionedEncoder(
+            encoder, copied(self._shape), self._api_version))
 
     def _encode(self, obj):
         if obj.get("apiVersion") == self._storage_api_version:
@@ -255,28 +252,3 @@ class CustomResourceStore(ResourceStore):
         finally:
             obj["apiVersion"] = asked
 
-
-@implementer(IWatchEncoder)
-class _VersionedEncoder:
-    """
-    An encoder that shapes each object (a copy: the cache's event objects
-    are shared) for one version first. Its frames are shared only between
-    watchers of the same version: the versions of a resource share one
-    watch cache.
-    """
-
-    __slots__ = ("_encoder", "_shape", "key")
-
-    def __init__(self, encoder, shape, api_version):
-        self._encoder = encoder
-        self._shape = shape
-        self.key = (encoder.key, api_version)
-
-    def event(self, type, obj):
-        return self._encoder.event(type, self._shape(orjson.loads(orjson.dumps(obj))))
-
-    def bookmark(self, revision, initial_events_end=False):
-        return self._encoder.bookmark(revision, initial_events_end)
-
-    def error(self, error):
-        return self._encoder.error(error)
