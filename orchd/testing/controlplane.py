@@ -166,6 +166,10 @@ class ControlPlane:
         if top is None:
             return
         await top.stopService()
+        self.plane.drop_connections()
+        # Aborted connections are gone after the reactor's next turn.
+        await deferLater(self._reactor, 0, lambda: None)
+        await deferLater(self._reactor, 0, lambda: None)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _run(self, function, *args):
@@ -175,7 +179,7 @@ class ControlPlane:
         """
         if self._top is None:
             raise RuntimeError("the control plane is not running")
-        if reactorthread.on_reactor_thread():
+        if not self._threaded or reactorthread.on_reactor_thread():
             return Deferred.fromCoroutine(function(*args))
         return reactorthread.call(lambda: Deferred.fromCoroutine(function(*args)))
 
@@ -420,7 +424,7 @@ class ControlPlane:
             self._faults = Faults(self.plane.server)
         add = self._faults.add
         args = (verb, resource, code, times, subresource, namespace, name)
-        if reactorthread.on_reactor_thread() or not self._threaded:
+        if not self._threaded or reactorthread.on_reactor_thread():
             add(*args)
         else:
             reactorthread.call(add, *args)
