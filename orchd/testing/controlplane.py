@@ -35,7 +35,6 @@ from orchd.api.errors import StatusError
 from orchd.app.config import load_config
 from orchd.app.orchletsettings import simulated_node_settings
 from orchd.client.orchconfig import ADMIN_USER
-from orchd.orchlet.simnodes import SimulatedNodes
 from orchd.testing import keys, reactorthread
 from orchd.testing.clock import ClockedReactor
 from orchd.testing.faults import Faults
@@ -149,6 +148,8 @@ class ControlPlane:
         self.plane.setServiceParent(self._top)
         simulated = simulated_node_settings(config)
         if simulated is not None:
+            # Imported only when asked: the node agent's modules are a tenth of a second.
+            from orchd.orchlet.simnodes import SimulatedNodes
             SimulatedNodes(simulated, plane_reactor, self.plane).setServiceParent(self._top)
         self._top.privilegedStartService()
         self._top.startService()
