@@ -245,6 +245,33 @@ class ControlPlaneTests(TestCase):
         namespace = await cp.create_namespace()        # the network still runs
         self.assertTrue(namespace)
 
+    async def test_advance_expires_tokens(self):
+        """On a test clock a bound token stops working once advanced past expiry and leeway."""
+        cp = await start(self, clock=True)
+        api = self.core(cp)
+        await deferToThread(api.create_namespaced_service_account, "default",
+                            {"metadata": {"name": "robot"}})
+        request = await deferToThread(
+            api.create_namespaced_service_account_token, "robot", "default",
+            {"spec": {"expirationSeconds": 600}})
+        configuration = kubernetes.client.Configuration()
+        configuration.host = cp.url
+        configuration.ssl_ca_cert = cp.ca_path
+        configuration.api_key = {"authorization": "Bearer " + request.status.token}
+        robot = self.core(cp, kubernetes.client.ApiClient(configuration))
+
+        async def code():
+            try:
+                await deferToThread(robot.list_namespaced_pod, "default")
+            except kubernetes.client.ApiException as e:
+                return e.status
+            return 200
+        self.assertEqual(await code(), 403)          # authenticated, not allowed
+        await cp.advance(600 + 59)                    # within the allowed clock skew (60 s)
+        self.assertEqual(await code(), 403)
+        await cp.advance(2)
+        self.assertEqual(await code(), 401)
+
     async def test_advance_needs_clock(self):
         """C{advance} without C{clock=True} is an error."""
         cp = await start(self)
