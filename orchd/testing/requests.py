@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_requests -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """The requests a test control plane served, from its audit events."""
 
 import attr
