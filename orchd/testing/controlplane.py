@@ -119,6 +119,8 @@ class ControlPlane:
 
     def stop(self):
         """Stop and remove its files (blocking); stopping twice does nothing."""
+        if self._top is None:
+            return
         reactorthread.call(lambda: ensureDeferred(self._stop()))
 
     def __enter__(self):
@@ -153,7 +155,11 @@ class ControlPlane:
             SimulatedNodes(simulated, plane_reactor, self.plane).setServiceParent(self._top)
         self._top.privilegedStartService()
         self._top.startService()
-        await self.plane.ready
+        try:
+            await self.plane.ready
+        except BaseException:
+            await self._stop()
+            raise
         self.url = self.plane.url
         self.ca_path = os.path.join(self.data_dir, "pki", "ca.crt")
         self.kubeconfig = self.plane.pki.admin_orchconfig_path
