@@ -295,6 +295,55 @@ class ControlPlaneTests(TestCase):
         await cp._stop()
         self.assertFalse(os.path.exists(cp.data_dir))
 
+    async def test_install_webhooks(self):
+        """A webhook configuration is pointed at a local HTTPS server that then decides writes."""
+        import json
+
+        from twisted.internet import ssl
+        from twisted.web.resource import Resource
+        from twisted.web.server import Site
+
+        cp = await start(self)
+        cert, key, ca = cp.webhook_certificate("127.0.0.1")
+        reviews = []
+
+        class Deny(Resource):
+            isLeaf = True
+
+            def render_POST(self, request):
+                review = json.loads(request.content.read())
+                reviews.append(review)
+                request.setHeader(b"content-type", b"application/json")
+                return json.dumps({
+                    "apiVersion": review["apiVersion"], "kind": "AdmissionReview",
+                    "response": {"uid": review["request"]["uid"], "allowed": False,
+                                 "status": {"code": 403, "message": "not on a test day"}},
+                }).encode()
+        with open(cert) as c, open(key) as k:
+            options = ssl.PrivateCertificate.loadPEM(c.read() + k.read()).options()
+        port = reactor.listenSSL(0, Site(Deny()), options, interface="127.0.0.1")
+        self.addCleanup(port.stopListening)
+        names = await cp.install_webhooks([{
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "deny"},
+            "webhooks": [{
+                "name": "deny.example.com", "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "clientConfig": {"service": {"namespace": "x", "name": "y", "path": "/validate"}},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                           "resources": ["configmaps"]}]}],
+        }], f"https://127.0.0.1:{port.getHost().port}")
+        self.assertEqual(names, ["deny"])
+        namespace = await cp.create_namespace()
+        error = await self.assertFailure(
+            deferToThread(self.core(cp).create_namespaced_config_map, namespace,
+                          _configmap("c")),
+            kubernetes.client.ApiException)
+        self.assertEqual(error.status, 403)
+        self.assertIn("not on a test day", error.body)
+        self.assertEqual(reviews[0]["request"]["name"], "c")
+
     async def test_kopf_login_and_webhook_certificate(self):
         """kopf credentials name the server and admin certificate; webhook files exist."""
         cp = await start(self)
