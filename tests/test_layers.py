@@ -32,6 +32,7 @@ LAYERS = [
                                               # scheduler over the registry
     ("orchlet",),                 # the node agent
     ("app",),                     # composition root: config, PKI, the service tree
+    ("testing",),                 # a control plane inside a test process (orchd.testing)
 ]
 
 ROOT = "orchd"
