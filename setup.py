@@ -21,7 +21,7 @@ setup(
         "console_scripts": ["orchd-admin = orchd.app.admin:main"],
         # The pytest plugin of orchd.testing: fixtures orchd and orchd_namespace
         # for any project that has orchd and pytest installed.
-        "pytest11": ["orchd = orchd.testing.pytest_plugin"],
+        "pytest11": ["orchd.testing.pytest_plugin = orchd.testing.pytest_plugin"],
     },
     install_requires=[
         "twisted[tls]>=25.5",

@@ -45,14 +45,16 @@ def operator(orchd):
 
     thread = threading.Thread(target=run, name="kopf", daemon=True)
     thread.start()
-    assert ready.wait(30), errors
-    yield
-    stop.set()
-    thread.join(30)
-    if previous is None:
-        os.environ.pop("KUBECONFIG", None)
-    else:
-        os.environ["KUBECONFIG"] = previous
+    try:
+        assert ready.wait(30), f"kopf did not start: {errors}"
+        yield
+    finally:
+        stop.set()
+        thread.join(30)
+        if previous is None:
+            os.environ.pop("KUBECONFIG", None)
+        else:
+            os.environ["KUBECONFIG"] = previous
     assert not thread.is_alive() and errors == []
 
 

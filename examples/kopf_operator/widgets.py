@@ -7,6 +7,8 @@ the Widget deletes the ConfigMap through garbage collection).
 C{test_widgets.py} tests it against a real orchd.
 """
 
+import os
+
 import kopf
 import kubernetes
 
@@ -17,7 +19,8 @@ def configure(**_):
     try:
         kubernetes.config.load_incluster_config()
     except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config()
+        # Read $KUBECONFIG now: the client only reads it when first imported.
+        kubernetes.config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
 
 
 def configmap_for(name, size):
