@@ -16,6 +16,7 @@ How fast orchd.testing gives a test a control plane (bench/README.rst, "orchd.te
   its first ``/readyz`` 200, --runs times.
 
 Usage: python bench/testing_start.py [--smoke] [--runs 10] [--namespaces 100] [--json FILE]
+   or: python bench/run.py --cases testing [--start-runs 10] [--namespaces 100]
 
 --smoke: one run of each and 5 namespaces; the figures mean nothing, it
 checks that the script still runs.
@@ -118,8 +119,37 @@ def twistd_runs(runs):
     return times
 
 
-def ms(values):
-    return f"{statistics.median(values) * 1000:.1f} ms" if values else "-"
+def testing_case(runs, namespaces):
+    """The figures of all three measurements, as bench/run.py reports them ("testing")."""
+    starts, spawns, creates, deletes = fixture_runs(runs, namespaces)
+    twistd = twistd_runs(runs)
+    return {"runs": runs, "namespaces": namespaces,
+            "fixture_import_to_first_request_s": statistics.median(starts),
+            "fixture_spawn_to_first_request_s": statistics.median(spawns),
+            "namespace_create_ms": statistics.median(creates) * 1000 if creates else None,
+            "namespace_delete_ms": statistics.median(deletes) * 1000 if deletes else None,
+            "twistd_spawn_to_readyz_s": statistics.median(twistd)}
+
+
+def print_testing(report):
+    """The "testing" figures of a report, if it has them."""
+    figures = report.get("testing")
+    if not figures:
+        return
+    runs, namespaces = figures["runs"], figures["namespaces"]
+
+    def ms(value):
+        return "-" if value is None else f"{value:.1f} ms"
+    print(f"orchd.testing session fixture, import to first served request "
+          f"(median of {runs} processes): "
+          f"{ms(figures['fixture_import_to_first_request_s'] * 1000)}  (target < 1000 ms)")
+    print(f"  the same from process spawn (interpreter start included): "
+          f"{ms(figures['fixture_spawn_to_first_request_s'] * 1000)}")
+    print(f"per-test namespace, create_namespace() (median of {namespaces}): "
+          f"{ms(figures['namespace_create_ms'])}  (target < 20 ms); "
+          f"delete_namespace(): {ms(figures['namespace_delete_ms'])}")
+    print(f"twistd orchd subprocess, spawn to first /readyz 200 (median of {runs}): "
+          f"{ms(figures['twistd_spawn_to_readyz_s'] * 1000)}")
 
 
 def main():
@@ -135,22 +165,8 @@ def main():
         return child(args.child)
     if args.smoke:
         args.runs, args.namespaces = 1, 5
-
-    starts, spawns, creates, deletes = fixture_runs(args.runs, args.namespaces)
-    twistd = twistd_runs(args.runs)
-    report = {"runs": args.runs, "namespaces": args.namespaces,
-              "fixture_import_to_first_request_s": statistics.median(starts),
-              "fixture_spawn_to_first_request_s": statistics.median(spawns),
-              "namespace_create_ms": statistics.median(creates) * 1000,
-              "namespace_delete_ms": statistics.median(deletes) * 1000,
-              "twistd_spawn_to_readyz_s": statistics.median(twistd)}
-    print(f"orchd.testing session fixture, import to first served request "
-          f"(median of {args.runs} processes): {ms(starts)}  (target < 1000 ms)")
-    print(f"  the same from process spawn (interpreter start included): {ms(spawns)}")
-    print(f"per-test namespace, create_namespace() (median of {args.namespaces}): "
-          f"{ms(creates)}  (target < 20 ms); delete_namespace(): {ms(deletes)}")
-    print(f"twistd orchd subprocess, spawn to first /readyz 200 (median of {args.runs}): "
-          f"{ms(twistd)}")
+    report = {"testing": testing_case(args.runs, args.namespaces)}
+    print_testing(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
