@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_clock -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """
 A reactor whose timers run on a test clock while its network stays real.
 

@@ -35,7 +35,6 @@ from orchd.api.errors import StatusError
 from orchd.app.config import load_config
 from orchd.app.orchletsettings import simulated_node_settings
 from orchd.client.orchconfig import ADMIN_USER
-from orchd.orchlet.simnodes import SimulatedNodes
 from orchd.testing import keys, reactorthread
 from orchd.testing.clock import ClockedReactor
 from orchd.testing.faults import Faults
@@ -120,6 +119,8 @@ class ControlPlane:
 
     def stop(self):
         """Stop and remove its files (blocking); stopping twice does nothing."""
+        if self._top is None:
+            return
         reactorthread.call(lambda: ensureDeferred(self._stop()))
 
     def __enter__(self):
@@ -149,10 +150,16 @@ class ControlPlane:
         self.plane.setServiceParent(self._top)
         simulated = simulated_node_settings(config)
         if simulated is not None:
+            # Imported only when asked: the node agent's modules are a tenth of a second.
+            from orchd.orchlet.simnodes import SimulatedNodes
             SimulatedNodes(simulated, plane_reactor, self.plane).setServiceParent(self._top)
         self._top.privilegedStartService()
         self._top.startService()
-        await self.plane.ready
+        try:
+            await self.plane.ready
+        except BaseException:
+            await self._stop()
+            raise
         self.url = self.plane.url
         self.ca_path = os.path.join(self.data_dir, "pki", "ca.crt")
         self.kubeconfig = self.plane.pki.admin_orchconfig_path
@@ -166,6 +173,10 @@ class ControlPlane:
         if top is None:
             return
         await top.stopService()
+        self.plane.drop_connections()
+        # Aborted connections are gone after the reactor's next turn.
+        await deferLater(self._reactor, 0, lambda: None)
+        await deferLater(self._reactor, 0, lambda: None)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _run(self, function, *args):
@@ -175,7 +186,7 @@ class ControlPlane:
         """
         if self._top is None:
             raise RuntimeError("the control plane is not running")
-        if reactorthread.on_reactor_thread():
+        if not self._threaded or reactorthread.on_reactor_thread():
             return Deferred.fromCoroutine(function(*args))
         return reactorthread.call(lambda: Deferred.fromCoroutine(function(*args)))
 
@@ -420,7 +431,7 @@ class ControlPlane:
             self._faults = Faults(self.plane.server)
         add = self._faults.add
         args = (verb, resource, code, times, subresource, namespace, name)
-        if reactorthread.on_reactor_thread() or not self._threaded:
+        if not self._threaded or reactorthread.on_reactor_thread():
             add(*args)
         else:
             reactorthread.call(add, *args)

@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_faults -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """
 Injected failures: the next matching requests answer an error status.
 

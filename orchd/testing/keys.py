@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_keys -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """
 Key material made once per process and given to every test control plane.
 

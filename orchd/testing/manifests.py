@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_manifests -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """YAML manifests from files and folders, for L{orchd.testing.ControlPlane}."""
 
 import os

@@ -10,9 +10,12 @@ L{MemorySink}, and the API server's resource handler can be wrapped by a
 L{orchd.testing.faults.Faults} queue while one is pending.
 """
 
+import weakref
+
 from orchd.app.service import ControlPlane as AppControlPlane
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
+from orchd.server.audit.record import Body
 from orchd.server.filters.audit import Auditor
 from orchd.storage.memory import MemoryStore
 
@@ -20,6 +23,27 @@ from orchd.storage.memory import MemoryStore
 #: response bodies are not kept (they would double the cost of each request).
 RECORD_POLICY = {"apiVersion": "audit.orch.io/v1", "kind": "Policy",
                  "rules": [{"level": "Request"}]}
+
+
+class RecordingAuditor(Auditor):
+    """
+    An L{Auditor} that also keeps the bodies of writes sent without a
+    C{Content-Type}: the official Python client sends none on create and
+    update, and the server reads such a body as JSON, so the record does too.
+    """
+
+    def _record(self, request, info, user):
+        record = super()._record(request, info, user)
+        if record is not None and record.request_body is None \
+                and info.verb in ("create", "update") \
+                and not request.requestHeaders.hasHeader(b"content-type"):
+            content = request.content
+            content.seek(0)
+            data = content.read()
+            content.seek(0)
+            if data:
+                record.request_body = Body(data, b"application/json")
+        return record
 
 
 class TestPlane(AppControlPlane):
@@ -38,11 +62,32 @@ class TestPlane(AppControlPlane):
 
     def privilegedStartService(self):
         super().privilegedStartService()
+        # Kept-alive client connections would outlive stop (a test's clients
+        # keep theirs open): remembered here to be closed by drop_connections.
+        self.connections = weakref.WeakSet()
+        build = self.site.buildProtocol
+
+        def track(addr):
+            protocol = build(addr)
+            if protocol is not None:
+                self.connections.add(protocol)
+            return protocol
+        self.site.buildProtocol = track
         if self.sink is not None:
-            self.auditor = Auditor(Policy.from_document(RECORD_POLICY), [self.sink])
+            self.auditor = RecordingAuditor(Policy.from_document(RECORD_POLICY), [self.sink])
             self.site.resource.auditor = self.auditor
 
     @property
     def server(self):
         """The L{orchd.server.site.APIServer} resource."""
         return self.site.resource
+
+    def drop_connections(self):
+        """Abort every connection still open (called once the listener is closed)."""
+        for protocol in list(self.connections):
+            transport = getattr(protocol, "transport", None)
+            if transport is not None and not getattr(transport, "disconnected", False):
+                try:
+                    transport.abortConnection()
+                except AttributeError:
+                    pass        # its TLS layer already shut down: nothing left to abort

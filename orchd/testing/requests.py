@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing.test_requests -*-
+# -*- test-case-name: tests.testing.test_units -*-
 """The requests a test control plane served, from its audit events."""
 
 import attr
@@ -9,7 +9,8 @@ class Request:
     """
     One finished request.
 
-    @ivar body: the request's object (create, update, patch), else None.
+    @ivar body: the request's object (create, update, patch; decoded JSON,
+        or the patch document), else None.
     @ivar status: the HTTP status code answered.
     """
 
@@ -35,7 +36,12 @@ def requests_of(events):
             verb=event["verb"], path=event["requestURI"],
             user=(event.get("user") or {}).get("username"),
             status=(event.get("responseStatus") or {}).get("code"),
-            body=event.get("requestObject"), resource=ref.get("resource"),
+            body=_decoded(event.get("requestObject")), resource=ref.get("resource"),
             subresource=ref.get("subresource", ""), namespace=ref.get("namespace"),
             name=ref.get("name")))
     return found
+
+
+def _decoded(body):
+    """The request object as JSON-shaped values (the sink keeps it undecoded until asked)."""
+    return body.decode() if hasattr(body, "decode") else body

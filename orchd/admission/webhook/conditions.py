@@ -11,15 +11,24 @@ rather than ignored. Evaluating fails (a missing field, a non-boolean
 result) the way upstream does: the webhook's failurePolicy decides.
 """
 
-import celpy
-from celpy.celparser import CELParseError
+import functools
 
 #: Upstream's limit on the number of conditions of one webhook.
 MAX_CONDITIONS = 64
 #: Variables upstream offers that this server does not.
 UNSUPPORTED_VARIABLES = ("authorizer", "params", "namespaceObject", "variables")
 
-_ENVIRONMENT = celpy.Environment()
+
+
+@functools.cache
+def _environment():
+    """
+    The CEL environment, built on first use: building its parser takes a
+    quarter of a second, which every start (and every in-process test
+    server) would pay though few webhooks have conditions.
+    """
+    import celpy
+    return celpy.Environment()
 
 
 class ConditionError(Exception):
@@ -33,8 +42,9 @@ def compile_condition(expression):
     @raise ConditionError: for an expression that does not parse, or names
         a variable this server does not offer.
     """
+    from celpy.celparser import CELParseError
     try:
-        ast = _ENVIRONMENT.compile(expression)
+        ast = _environment().compile(expression)
     except CELParseError as error:
         first = str(error).splitlines()[0] if str(error) else "syntax error"
         raise ConditionError(f"compilation failed: {first}") from None
@@ -45,7 +55,7 @@ def compile_condition(expression):
             raise ConditionError(
                 f"compilation failed: the variable {str(tree.children[0])!r} is not supported "
                 f"by this server (supported: object, oldObject, request)")
-    return Condition(_ENVIRONMENT.program(ast))
+    return Condition(_environment().program(ast))
 
 
 class Condition:
@@ -65,7 +75,8 @@ class Condition:
             result = self._program.evaluate(variables)
         except Exception as error:
             raise ConditionError(f"evaluation error: {_first_line(error)}") from None
-        if not isinstance(result, celpy.celtypes.BoolType):
+        from celpy.celtypes import BoolType
+        if not isinstance(result, BoolType):
             raise ConditionError("evaluation error: the expression did not return a boolean")
         return bool(result)
 
@@ -78,5 +89,6 @@ def _first_line(error):
 
 def cel_variables(obj, old, request):
     """The activation of a condition: upstream's variables as CEL values (null when absent)."""
-    return {"object": celpy.json_to_cel(obj), "oldObject": celpy.json_to_cel(old),
-            "request": celpy.json_to_cel(request)}
+    from celpy import json_to_cel
+    return {"object": json_to_cel(obj), "oldObject": json_to_cel(old),
+            "request": json_to_cel(request)}

@@ -9,11 +9,29 @@ then C{validate}; objects read from storage are pruned and defaulted again
 (the schema may have changed since they were written).
 """
 
-from orchd.api.crdschema import cel, patch
+from orchd.api.crdschema import patch
 from orchd.api.crdschema.compiled import _MISSING, Node
 from orchd.api.crdschema.structural import structural_errors as _structural
 from orchd.api.errors import FieldError
 
+
+
+def _cel():
+    """
+    The CEL module, imported on first use: cel-python and its parser take
+    about 150 ms to import, which every start would pay for CRDs that have
+    no C{x-kubernetes-validations} (and in-process test servers start often).
+    """
+    from orchd.api.crdschema import cel
+    return cel
+
+
+def _compile_rules(node, rules):
+    return _cel().compile_rules(node, rules)
+
+
+def _check_rules(schema, rules, path, uncorrelatable=None):
+    return _cel().check_rules(schema, rules, path, uncorrelatable)
 
 class _Context:
     """
@@ -32,7 +50,7 @@ class _Context:
 
     def correlate_list(self, node, value, old):
         """The old item for each new item, for transition rules below a list."""
-        return cel.correlate_list(node, value, old)
+        return _cel().correlate_list(node, value, old)
 
     def run_rules(self, node, value, path, errors, old):
         if self.exhausted:
@@ -71,7 +89,7 @@ class CustomResourceSchema:
 
     def __init__(self, schema):
         self.schema = schema
-        self.root = Node(schema, cel.compile_rules)
+        self.root = Node(schema, _compile_rules)
         self._patch_schema = None
 
     def default(self, obj):
@@ -200,7 +218,7 @@ def structural_errors(schema, path):
     their schema and have no unknown fields, and every CEL rule must
     compile with the functions this server supports.
     """
-    errors = _structural(schema, path, cel.check_rules)
+    errors = _structural(schema, path, _check_rules)
     if errors:
         return errors
     root = Node(schema)
