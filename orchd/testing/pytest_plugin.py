@@ -1,4 +1,4 @@
-# -*- test-case-name: tests.testing_pytest.test_options -*-
+# -*- test-case-name: tests.testing_pytest.test_plugin -*-
 """
 The pytest plugin of L{orchd.testing}: a real control plane for pytest tests.
 
