@@ -32,7 +32,7 @@ SETTINGS = ("controllers", "feature_gates", "runtime_config", "upstream_group_na
 
 _HELP = {
     "controllers": "Controllers the orchd fixture runs: a comma list of names, '*' for all, "
-                   "'' for none.",
+                   "'none' for none (the default).",
     "feature_gates": "Feature gates of the orchd fixture: a comma list of Name=true|false.",
     "runtime_config": "--runtime-config of the orchd fixture: a comma list of "
                       "<group/version>[=true|false].",
@@ -138,8 +138,9 @@ def session_settings(config):
     for name in SETTINGS:
         value = config.getoption("orchd_" + name)
         if value is None:
+            # An unset ini option reads None, or "" before pytest 9: unset either way.
             value = config.getini("orchd_" + name)
-        if value is not None:
+        if value is not None and value != "":
             settings[name] = _PARSERS[name](value)
     return settings
 

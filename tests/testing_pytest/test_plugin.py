@@ -29,6 +29,19 @@ class Marker:
         self.args, self.kwargs = args, kwargs
 
 
+class Config:
+    """The part of a pytest Config the plugin reads: options, and ini values."""
+
+    def __init__(self, options=(), ini=(), unset=None):
+        self.options, self.ini, self.unset = dict(options), dict(ini), unset
+
+    def getoption(self, name):
+        return self.options.get(name)
+
+    def getini(self, name):
+        return self.ini.get(name, self.unset)
+
+
 class ParsingTests(SynchronousTestCase):
     """Option and marker values become ControlPlane arguments, or a UsageError."""
 
@@ -56,6 +69,17 @@ class ParsingTests(SynchronousTestCase):
         self.assertEqual(plugin.parse_simulated_nodes("3"), 3)
         self.assertRaises(pytest.UsageError, plugin.parse_simulated_nodes, "-1")
         self.assertRaises(pytest.UsageError, plugin.parse_simulated_nodes, "three")
+
+    def test_session_settings(self):
+        """The command line wins over the ini file; unset ini options (None, or "" before
+        pytest 9) leave the defaults."""
+        for unset in (None, ""):
+            settings = plugin.session_settings(Config(
+                options={"orchd_simulated_nodes": "2"},
+                ini={"orchd_simulated_nodes": "5", "orchd_controllers": "namespace"},
+                unset=unset))
+            self.assertEqual(settings, dict(plugin.DEFAULTS, simulated_nodes=2,
+                                            controllers=("namespace",)))
 
     def test_marker_over_base(self):
         """A marker's keywords replace the options' values; the others stay."""
