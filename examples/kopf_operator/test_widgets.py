@@ -12,7 +12,7 @@ import kopf
 import kubernetes
 import pytest
 
-import widgets
+import widgets  # noqa: F401 (importing registers the operator's handlers with kopf)
 
 HERE = pathlib.Path(__file__).parent
 GROUP, VERSION, PLURAL = "example.com", "v1", "widgets"

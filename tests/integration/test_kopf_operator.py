@@ -5,7 +5,6 @@ discovery, writes status through the status subresource, posts Events, and
 releases its finalizer when a Widget is deleted. Skipped without kopf.
 """
 
-import os
 import threading
 import time
 
