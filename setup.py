@@ -19,6 +19,9 @@ setup(
     entry_points={
         # Snapshots of the store (save, restore, migration between backends).
         "console_scripts": ["orchd-admin = orchd.app.admin:main"],
+        # The pytest plugin of orchd.testing: fixtures orchd and orchd_namespace
+        # for any project that has orchd and pytest installed.
+        "pytest11": ["orchd.testing.pytest_plugin = orchd.testing.pytest_plugin"],
     },
     install_requires=[
         "twisted[tls]>=25.5",
@@ -63,6 +66,9 @@ setup(
             "prometheus_client>=0.20",
             # A real operator framework run against orchd (tests/integration/test_kopf_operator.py).
             "kopf>=1.37",
+            # Runs examples/ (operator tests written as users write them) through
+            # orchd's pytest plugin, as .ci/run does after the trial suite.
+            "pytest>=7.0",
         ],
     },
 )

@@ -63,6 +63,12 @@ connections on one orchd with and without one ValidatingWebhookConfiguration
 whose webhook, a minimal allowing HTTPS server in its own process on
 loopback, matches them: requests/s and the ratio (target >= 0.5).
 
+testing (testing_start.py): how fast orchd.testing gives a test a control
+plane: the pytest session fixture's start in --start-runs fresh processes
+(from ``import orchd.testing`` to the first served request; target under
+1 s), --namespaces per-test namespaces (target under 20 ms each), and, for
+comparison, ``twistd orchd`` from its spawn to its first /readyz 200.
+
 --cases picks the cases (all by default).
 
 --smoke runs every case once at a tiny size, in a minute or two: the figures
@@ -72,12 +78,12 @@ test_bench.py runs it in CI).
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
                     metrics,audit,heartbeats,etcd,scheduling,deployment,daemonset,jobs,
-                    webhooks]
+                    webhooks,testing]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
            [--heartbeat-secs 300] [--renew-interval 10] [--sim-nodes 100] [--pods 1000]
-           [--replicas 1000] [--jobs 1000]
+           [--replicas 1000] [--jobs 1000] [--start-runs 10] [--namespaces 100]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
 alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
@@ -101,6 +107,7 @@ from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
 from heartbeats import heartbeat_cases, print_heartbeats
 from metrics import metrics_cases, print_metrics
+from testing_start import print_testing, testing_case
 from webhooks import print_webhooks, webhook_cases
 from workloads import print_workloads, workload_cases
 from common import (
@@ -110,14 +117,14 @@ from common import (
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
          "customresources", "metrics", "audit", "heartbeats", "etcd", "scheduling",
-         "deployment", "daemonset", "jobs", "webhooks")
+         "deployment", "daemonset", "jobs", "webhooks", "testing")
 
 
 #: The sizes of --smoke (options given on the command line still win).
 SMOKE = dict(rounds=1, secs=1, objects=50, watchers=5, rate=20, watch_secs=2,
              page_objects=100, page_limit=20, page_passes=1, roles=10, bindings=20,
              nodes=5, heartbeat_secs=2, renew_interval=1, sim_nodes=3, pods=20,
-             replicas=5, jobs=5)
+             replicas=5, jobs=5, start_runs=1, namespaces=5)
 
 
 def watch_round(orchd, args):
@@ -278,6 +285,10 @@ def main():
                         help="replicas of the Deployment in the deployment case")
     parser.add_argument("--jobs", type=int, default=1000,
                         help="Jobs of one pod each in the jobs case")
+    parser.add_argument("--start-runs", type=int, default=10,
+                        help="fresh processes per start figure in the testing case")
+    parser.add_argument("--namespaces", type=int, default=100,
+                        help="create_namespace() calls timed in the testing case")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--smoke", action="store_true",
                         help="every size tiny and one short round: checks that the cases "
@@ -289,7 +300,7 @@ def main():
     unknown = set(selected) - set(CASES)
     if unknown or not selected:
         parser.error(f"--cases: choose from {', '.join(CASES)}")
-    if set(selected) - {"heartbeats"} and not shutil.which("node"):
+    if set(selected) - {"heartbeats", "testing"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
     if "watch" in selected or "metrics" in selected:
         # One descriptor per watch in orchd and in the load generator.
@@ -347,6 +358,8 @@ def main():
         webhooks = os.path.join(workdir, "webhooks")
         os.mkdir(webhooks)
         webhook_cases(webhooks, args, body_path, report)
+    if "testing" in selected:
+        report["testing"] = testing_case(args.start_runs, args.namespaces)
     if {"scheduling", "deployment", "daemonset", "jobs"} & set(selected):
         workloads = os.path.join(workdir, "workloads")
         os.mkdir(workloads)
@@ -361,6 +374,7 @@ def main():
     print_etcd(report)
     print_workloads(report)
     print_webhooks(report)
+    print_testing(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

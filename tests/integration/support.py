@@ -60,16 +60,23 @@ class RunningControlPlane:
 
     async def call(self, method, path, body=None, headers=None, client=None):
         """One request; returns C{(code, decoded body)}."""
-        all_headers = {b"content-type": [b"application/json"]}
-        all_headers.update(headers or {})
-        data = orjson.dumps(body) if body is not None and not isinstance(body, bytes) else body
-        response = await (client or self.client).request(
-            method, self.url + path, data=data, headers=all_headers)
-        raw = await response.content()
-        ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
-        if ctype.startswith(b"application/json") and raw:
-            return response.code, orjson.loads(raw)
-        return response.code, raw.decode("utf-8", "replace")
+        return await call(client or self.client, self.url, method, path, body, headers)
+
+
+async def call(client, url, method, path, body=None, headers=None):
+    """
+    One request with C{client} (a treq client) to the server at C{url};
+    returns C{(code, decoded body)}: JSON decoded, anything else as text.
+    """
+    all_headers = {b"content-type": [b"application/json"]}
+    all_headers.update(headers or {})
+    data = orjson.dumps(body) if body is not None and not isinstance(body, bytes) else body
+    response = await client.request(method, url + path, data=data, headers=all_headers)
+    raw = await response.content()
+    ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
+    if ctype.startswith(b"application/json") and raw:
+        return response.code, orjson.loads(raw)
+    return response.code, raw.decode("utf-8", "replace")
 
 
 def kubectl():

@@ -8,9 +8,14 @@ releases its finalizer when a Widget is deleted. Skipped without kopf.
 import threading
 import time
 
+import yaml
+from twisted.internet import reactor
 from twisted.trial.unittest import SkipTest, TestCase
+from twisted.web.client import HTTPConnectionPool
 
-from tests.integration.support import RunningControlPlane, sleep
+from orchd.client.connect import client_from_orchconfig
+from orchd.testing import start
+from tests.integration.support import call, sleep
 
 try:
     import kopf
@@ -50,7 +55,12 @@ class KopfOperatorTests(TestCase):
     async def setUp(self):
         if kopf is None:
             raise SkipTest("kopf is not installed")
-        self.server = await RunningControlPlane(self, upstream_group_names=True).start()
+        # orchd.testing's control plane, upstream group names on by default.
+        self.cp = await start(self)
+        pool = HTTPConnectionPool(reactor, persistent=True)
+        self.addCleanup(pool.closeCachedConnections)
+        client, _ = client_from_orchconfig(self.cp.kubeconfig, reactor, pool)
+        self.call = lambda *args, **kwargs: call(client, self.cp.url, *args, **kwargs)
         self.seen = []
 
     async def wait_for(self, what, check, timeout=30):
@@ -64,16 +74,12 @@ class KopfOperatorTests(TestCase):
                 self.fail(f"timed out waiting for {what}")
             await sleep(0.1)
 
-    async def install_crd(self):
-        """Create the Widget CRD by its upstream name and wait until Widgets are served."""
-        code, body = await self.server.call(
-            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD)
-        self.assertEqual(code, 201, body)
-
-        async def served():
-            code, _ = await self.server.call("GET", f"/apis/{GROUP}/{VERSION}")
-            return code == 200
-        await self.wait_for("Widgets in discovery", served, timeout=15)
+    async def install_crd(self, definition=None):
+        """Install the Widget CRD (or C{definition}) as its YAML file; returns once it is served."""
+        path = self.mktemp() + ".yaml"
+        with open(path, "w") as f:
+            yaml.safe_dump(definition or WIDGET_CRD, f)
+        await self.cp.install_crds([path])
 
     async def start_operator(self, **scope):
         """
@@ -86,8 +92,7 @@ class KopfOperatorTests(TestCase):
 
         def run():
             try:
-                kopf.run(registry=widget_operator(self.server.plane.pki.admin_orchconfig_path,
-                                                  self.seen),
+                kopf.run(registry=widget_operator(self.cp.kubeconfig, self.seen),
                          settings=operator_settings(), stop_flag=stop, ready_flag=ready, **scope)
             except BaseException as error:   # reported by the test, not lost in the thread
                 errors.append(error)
@@ -111,7 +116,7 @@ class KopfOperatorTests(TestCase):
 
     async def touch_crd(self, count):
         """Change a label of the Widget CRD: a MODIFIED event for kopf's CRD watch."""
-        code, body = await self.server.call(
+        code, body = await self.call(
             "PATCH", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}",
             {"metadata": {"labels": {"touched": str(count)}}},
             headers={b"content-type": [b"application/merge-patch+json"]})
@@ -123,7 +128,7 @@ class KopfOperatorTests(TestCase):
         return f"{path}/{name}" if name else path
 
     async def widget(self, name):
-        code, body = await self.server.call("GET", self.widget_path(name))
+        code, body = await self.call("GET", self.widget_path(name))
         return body if code == 200 else None
 
     async def test_operator_lifecycle(self):
@@ -146,19 +151,17 @@ class KopfOperatorTests(TestCase):
 
     async def test_peering(self):
         """Without --standalone, kopf keeps its presence in its ClusterKopfPeering's status."""
-        code, body = await self.server.call(
-            "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", PEERING_CRD)
-        self.assertEqual(code, 201, body)
+        await self.install_crd(PEERING_CRD)
         await self.install_crd()
         peering = "/apis/kopf.dev/v1/clusterkopfpeerings/default"
-        code, body = await self.server.call("POST", peering.rsplit("/", 1)[0], {
+        code, body = await self.call("POST", peering.rsplit("/", 1)[0], {
             "apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
             "metadata": {"name": "default"}})
         self.assertEqual(code, 201, body)
         await self.start_operator(standalone=False, peering_name="default")
 
         async def present():
-            code, body = await self.server.call("GET", peering)
+            code, body = await self.call("GET", peering)
             self.assertEqual(code, 200, body)
             return body.get("status")
         [peer] = (await self.wait_for("kopf in the peering", present)).values()
@@ -167,7 +170,7 @@ class KopfOperatorTests(TestCase):
 
     async def widget_lifecycle(self):
         """Create, resize and delete a Widget, and see the operator's work after each step."""
-        code, body = await self.server.call("POST", self.widget_path(), {
+        code, body = await self.call("POST", self.widget_path(), {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "Widget",
             "metadata": {"name": "w1"}, "spec": {"size": 3}})
         self.assertEqual(code, 201, body)
@@ -191,7 +194,7 @@ class KopfOperatorTests(TestCase):
         self.assertEqual(widget["metadata"]["generation"], 1)
 
         async def posted():
-            code, events = await self.server.call("GET", "/api/v1/namespaces/default/events")
+            code, events = await self.call("GET", "/api/v1/namespaces/default/events")
             self.assertEqual(code, 200, events)
             return [e for e in events["items"] if e["involvedObject"].get("name") == "w1"]
         events = await self.wait_for("kopf's Event on the Widget", posted)
@@ -199,7 +202,7 @@ class KopfOperatorTests(TestCase):
                           events[0]["involvedObject"]["uid"]),
                          ("Widget", "Ready", widget["metadata"]["uid"]))
 
-        code, body = await self.server.call(
+        code, body = await self.call(
             "PATCH", self.widget_path("w1"), {"spec": {"size": 5}},
             headers={b"content-type": [b"application/merge-patch+json"]})
         self.assertEqual(code, 200, body)
@@ -209,7 +212,7 @@ class KopfOperatorTests(TestCase):
             return widget["status"].get("observedSize") == 5
         await self.wait_for("status written by the resize handler", resized)
 
-        code, body = await self.server.call("DELETE", self.widget_path("w1"))
+        code, body = await self.call("DELETE", self.widget_path("w1"))
         self.assertIn(code, (200, 202), body)
 
         async def gone():
