@@ -22,7 +22,24 @@ C{client_configuration} need the C{kubernetes} package, C{kopf_login} kopf
 (both in the C{test} extra).
 """
 
-from orchd.testing.controlplane import ControlPlane, start
-from orchd.testing.requests import Request
-
 __all__ = ["ControlPlane", "Request", "start"]
+
+#: Where each public name lives: loaded on first use, so that loading the
+#: pytest plugin (which pytest does in every run where orchd is installed)
+#: does not import the whole server.
+_HOMES = {"ControlPlane": "orchd.testing.controlplane", "start": "orchd.testing.controlplane",
+          "Request": "orchd.testing.requests"}
+
+
+def __getattr__(name):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -25,7 +25,6 @@ import random
 import shutil
 import string
 import tempfile
-import time
 
 from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, ensureDeferred

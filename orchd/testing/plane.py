@@ -15,7 +15,6 @@ import weakref
 from orchd.app.service import ControlPlane as AppControlPlane
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
-from orchd.server.audit.record import Body
 from orchd.server.filters.audit import Auditor
 from orchd.storage.memory import MemoryStore
 
@@ -23,27 +22,6 @@ from orchd.storage.memory import MemoryStore
 #: response bodies are not kept (they would double the cost of each request).
 RECORD_POLICY = {"apiVersion": "audit.orch.io/v1", "kind": "Policy",
                  "rules": [{"level": "Request"}]}
-
-
-class RecordingAuditor(Auditor):
-    """
-    An L{Auditor} that also keeps the bodies of writes sent without a
-    C{Content-Type}: the official Python client sends none on create and
-    update, and the server reads such a body as JSON, so the record does too.
-    """
-
-    def _record(self, request, info, user):
-        record = super()._record(request, info, user)
-        if record is not None and record.request_body is None \
-                and info.verb in ("create", "update") \
-                and not request.requestHeaders.hasHeader(b"content-type"):
-            content = request.content
-            content.seek(0)
-            data = content.read()
-            content.seek(0)
-            if data:
-                record.request_body = Body(data, b"application/json")
-        return record
 
 
 class TestPlane(AppControlPlane):
@@ -74,7 +52,7 @@ class TestPlane(AppControlPlane):
             return protocol
         self.site.buildProtocol = track
         if self.sink is not None:
-            self.auditor = RecordingAuditor(Policy.from_document(RECORD_POLICY), [self.sink])
+            self.auditor = Auditor(Policy.from_document(RECORD_POLICY), [self.sink])
             self.site.resource.auditor = self.auditor
 
     @property

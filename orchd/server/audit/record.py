@@ -51,7 +51,9 @@ class Body:
 
     def __init__(self, data, content_type, omit_managed_fields=False):
         self.data = data
-        self.content_type = content_type or b""
+        # A body sent without a Content-Type is read as JSON by the server
+        # (the official Python client sends none on create and update).
+        self.content_type = content_type or b"application/json"
         self.omit_managed_fields = omit_managed_fields
 
     @property

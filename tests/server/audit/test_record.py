@@ -270,6 +270,8 @@ class PiecesTests(SynchronousTestCase):
         self.assertEqual(Body(b"a: 1\n", b"application/yaml").decode(), {"a": 1})
         self.assertIsNone(Body(b"\x0a\x00", b"application/vnd.kubernetes.protobuf").decode())
         self.assertIsNone(Body(b"{", b"application/json").decode())
+        # Without a Content-Type the server reads a body as JSON, and so does the record.
+        self.assertEqual(Body(b'{"a": 1}', None).decode(), {"a": 1})
         listed = Body(b'{"items": [{"metadata": {"managedFields": [], "name": "a"}}]}',
                       b"application/json", omit_managed_fields=True).decode()
         self.assertEqual(listed, {"items": [{"metadata": {"name": "a"}}]})
