@@ -68,7 +68,13 @@ def linear_buckets(start, width, count):
 
 
 class _Family:
-    """A named family of samples with fixed label names."""
+    """
+    A named family of samples with fixed label names.
+
+    Each kind of family (counter, gauge, histogram) defines C{_new_child(key)},
+    the child of a label-value tuple, and C{expose(out)}, which appends its
+    exposition text to the list C{out}.
+    """
 
     type = "untyped"
 
@@ -77,9 +83,6 @@ class _Family:
         self.help = f"[{stability}] {help}" if stability else help
         self.labelnames = tuple(labels)
         self._children = {}
-
-    def _new_child(self, key):
-        raise NotImplementedError
 
     def labels(self, *values):
         """The child of C{values} (one per label name, in order), made on first use."""
@@ -102,10 +105,6 @@ class _Family:
     def header(self, out):
         out.append(f"# HELP {self.name} {_escape_help(self.help)}\n"
                    f"# TYPE {self.name} {self.type}\n")
-
-    def expose(self, out):
-        """Append this family's exposition text to the list C{out}."""
-        raise NotImplementedError
 
 
 class _ValueChild:
