@@ -7,10 +7,9 @@ metrics case measures metrics alone.
 """
 
 import os
-import statistics
 import sys
 
-from common import Orchd, cpu_seconds, hload, summarize
+from common import Orchd, compare_servers, create_get_rounds
 
 NAMESPACE = "bench-audit"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -57,44 +56,18 @@ def audit_cases(workdir, args, template, body_path, report):
                                          dict(template, metadata={"name": "bench-get"}))
             if status != 201:
                 raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
-        results = {}
-        for round_number in range(args.rounds):
-            print(f"audit {round_number + 1}/{args.rounds}", file=sys.stderr)
-            order = list(servers.items())
-            if round_number % 2:
-                order.reverse()
-            for name, orchd in order:
-                for verb, url, method, body in (
-                        ("create", orchd.url + CONFIGMAPS, "POST", body_path),
-                        ("get", orchd.url + GET_PATH, "GET", None)):
-                    before = cpu_seconds(orchd.process.pid)
-                    run = hload(orchd, url, 16, args.secs, method, body,
-                                gen_name=method == "POST")
-                    spent = cpu_seconds(orchd.process.pid) - before
-                    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
-                    results.setdefault(f"{verb}-{name}", []).append(run)
+        results = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
+                                    "audit")
     finally:
         for orchd in servers.values():
             orchd.stop()
-    summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
-               for key, runs in results.items()}
-    for verb in ("create", "get"):
-        mine, base = results[f"{verb}-metadata"], results[f"{verb}-off"]
-        summary[f"{verb}_ratio"] = _ratio(summary[f"{verb}-metadata"]["rps"],
-                                          summary[f"{verb}-off"]["rps"])
-        summary[f"{verb}_ratio_rounds"] = [_ratio(a["rps"], b["rps"])
-                                           for a, b in zip(mine, base)]
+    summary = compare_servers(results, "metadata", "off")
     # Every answered request of the auditing server is one ResponseComplete line
     # (the stop drains the writer's queue first).
     summary["audit_lines"] = audit_lines(places["metadata"])
     summary["requests"] = sum(r["requests"] for verb in ("create", "get")
                               for r in results[f"{verb}-metadata"])
     report["audit"] = summary
-
-
-def _ratio(mine, base):
-    """mine / base, or None when nothing was answered (a tiny --smoke run on a busy machine)."""
-    return round(mine / base, 3) if base else None
 
 
 def _ms(value):

@@ -269,3 +269,50 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def create_get_rounds(servers, args, collection, get_path, body_path, label):
+    """
+    create@16 (unique names) and GET@16 of C{get_path} on each of C{servers}
+    (name -> Orchd) for C{--secs} each, the servers' order alternating over
+    C{--rounds}: C{{"<verb>-<name>": [runs]}}, each run with orchd's CPU time
+    per request (C{cpu_us}).
+    """
+    results = {}
+    for round_number in range(args.rounds):
+        print(f"{label} {round_number + 1}/{args.rounds}", file=sys.stderr)
+        order = list(servers.items())
+        if round_number % 2:
+            order.reverse()
+        for name, orchd in order:
+            for verb, url, method, body in (
+                    ("create", orchd.url + collection, "POST", body_path),
+                    ("get", orchd.url + get_path, "GET", None)):
+                before = cpu_seconds(orchd.process.pid)
+                run = hload(orchd, url, 16, args.secs, method, body, gen_name=method == "POST")
+                spent = cpu_seconds(orchd.process.pid) - before
+                run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
+                results.setdefault(f"{verb}-{name}", []).append(run)
+    return results
+
+
+def compare_servers(results, mine, base):
+    """
+    The medians of L{create_get_rounds}' runs, and for each verb the ratio
+    C{mine} / C{base} of requests/s, as medians and per round (None where
+    C{base} answered nothing).
+    """
+    summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
+               for key, runs in results.items()}
+    for verb in ("create", "get"):
+        summary[f"{verb}_ratio"] = _ratio(summary[f"{verb}-{mine}"]["rps"],
+                                          summary[f"{verb}-{base}"]["rps"])
+        summary[f"{verb}_ratio_rounds"] = [
+            _ratio(a["rps"], b["rps"])
+            for a, b in zip(results[f"{verb}-{mine}"], results[f"{verb}-{base}"])]
+    return summary
+
+
+def _ratio(mine, base):
+    return round(mine / base, 3) if base else None
+

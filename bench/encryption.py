@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from common import Orchd, cpu_seconds, hload, summarize
+from common import Orchd, compare_servers, create_get_rounds
 
 NAMESPACE = "bench-secrets"
 SECRETS = f"/api/v1/namespaces/{NAMESPACE}/secrets"
@@ -62,34 +62,12 @@ def encryption_cases(workdir, args, report):
                                          dict(template, metadata={"name": "bench-get"}))
             if status != 201:
                 raise SystemExit(f"encryption setup failed: {status} {data[:200]!r}")
-        results = {}
-        for round_number in range(args.rounds):
-            print(f"encryption {round_number + 1}/{args.rounds}", file=sys.stderr)
-            order = list(servers.items())
-            if round_number % 2:
-                order.reverse()
-            for name, orchd in order:
-                for verb, url, method, body in (
-                        ("create", orchd.url + SECRETS, "POST", body_path),
-                        ("get", orchd.url + GET_PATH, "GET", None)):
-                    before = cpu_seconds(orchd.process.pid)
-                    run = hload(orchd, url, 16, args.secs, method, body,
-                                gen_name=method == "POST")
-                    spent = cpu_seconds(orchd.process.pid) - before
-                    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
-                    results.setdefault(f"{verb}-{name}", []).append(run)
+        results = create_get_rounds(servers, args, SECRETS, GET_PATH, body_path,
+                                    "encryption")
     finally:
         for orchd in servers.values():
             orchd.stop()
-    summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
-               for key, runs in results.items()}
-    for verb in ("create", "get"):
-        mine, base = results[f"{verb}-aesgcm"], results[f"{verb}-identity"]
-        summary[f"{verb}_ratio"] = round(summary[f"{verb}-aesgcm"]["rps"]
-                                         / summary[f"{verb}-identity"]["rps"], 3)
-        summary[f"{verb}_ratio_rounds"] = [round(a["rps"] / b["rps"], 3)
-                                           for a, b in zip(mine, base)]
-    report["encryption"] = summary
+    report["encryption"] = compare_servers(results, "aesgcm", "identity")
 
 
 def print_encryption(report):

@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 
-from common import Orchd, cpu_seconds, fill, hload, summarize
+from common import Orchd, compare_servers, create_get_rounds, fill
 
 SCRAPE_NAMESPACE = "bench-scrape"
 NAMESPACE = "bench-metrics"
@@ -106,34 +106,12 @@ def overhead_case(workdir, args, template, body_path, report):
                                          dict(template, metadata={"name": "bench-get"}))
             if status != 201:
                 raise SystemExit(f"metrics setup failed: {status} {data[:200]!r}")
-        results = {}
-        for round_number in range(args.rounds):
-            print(f"metrics {round_number + 1}/{args.rounds}", file=sys.stderr)
-            order = list(servers.items())
-            if round_number % 2:
-                order.reverse()
-            for name, orchd in order:
-                for verb, url, method, body in (
-                        ("create", orchd.url + CONFIGMAPS, "POST", body_path),
-                        ("get", orchd.url + GET_PATH, "GET", None)):
-                    before = cpu_seconds(orchd.process.pid)
-                    run = hload(orchd, url, 16, args.secs, method, body,
-                                gen_name=method == "POST")
-                    spent = cpu_seconds(orchd.process.pid) - before
-                    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
-                    results.setdefault(f"{verb}-{name}", []).append(run)
+        results = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
+                                    "metrics")
     finally:
         for orchd in servers.values():
             orchd.stop()
-    summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
-               for key, runs in results.items()}
-    for verb in ("create", "get"):
-        on, off = results[f"{verb}-on"], results[f"{verb}-off"]
-        summary[f"{verb}_ratio"] = round(summary[f"{verb}-on"]["rps"]
-                                         / summary[f"{verb}-off"]["rps"], 3)
-        summary[f"{verb}_ratio_rounds"] = [round(a["rps"] / b["rps"], 3)
-                                           for a, b in zip(on, off)]
-    report["metrics-overhead"] = summary
+    report["metrics-overhead"] = compare_servers(results, "on", "off")
 
 
 def metrics_cases(workdir, args, template, body_path, report):
