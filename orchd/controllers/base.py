@@ -13,6 +13,7 @@ from collections import defaultdict
 from twisted.application.service import Service
 from twisted.logger import Logger
 
+from orchd.api.errors import StatusError
 from orchd.controllers.queue import WorkQueue
 from orchd.controllers.queuemetrics import WORKQUEUES
 from orchd.controllers.retry import Backoff
@@ -24,6 +25,40 @@ def is_terminating(namespace):
     """A namespace being deleted (or gone, when C{namespace} is None)."""
     return (namespace is None or bool(namespace["metadata"].get("deletionTimestamp"))
             or (namespace.get("status") or {}).get("phase") == "Terminating")
+
+
+class _Replaced(Exception):
+    """The object was deleted and made again under its name (another uid)."""
+
+
+async def write_status(provider, ctx, meta, new_status):
+    """
+    Write the status of the object C{meta} names through its status
+    subresource: C{new_status(stored status)} gives the status to write,
+    from the state the write starts from (so it may keep what a concurrent
+    writer stored). An object that is gone, or was made again under its
+    name (another uid), is left alone.
+
+    @return: True once written, False when the object is gone.
+    """
+    uid = meta.get("uid")
+
+    def change(current):
+        if current["metadata"].get("uid") != uid:
+            raise _Replaced()
+        current["status"] = new_status(current.get("status") or {})
+        current["metadata"].pop("resourceVersion", None)
+        return current
+
+    try:
+        await provider.patch(ctx, meta["name"], change, subresource="status")
+    except _Replaced:
+        return False
+    except StatusError as e:
+        if e.code != 404:
+            raise
+        return False
+    return True
 
 
 def name_only(obj):

@@ -30,7 +30,7 @@ from collections import defaultdict
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.controllers.base import CacheSyncedController
+from orchd.controllers.base import CacheSyncedController, write_status
 from orchd.controllers.controllerref import (
     ControllerRefManager, owner_reference, owner_selector, recheck_owner,
 )
@@ -448,21 +448,5 @@ class DaemonSetController(CacheSyncedController):
         if status == (owner.get("status") or {}):
             return
         meta = owner["metadata"]
-        uid = meta["uid"]
-
-        def change(current):
-            if current["metadata"].get("uid") != uid:
-                raise StatusError.not_found("daemonsets", "apps", meta["name"])
-            stored = current.get("status") or {}
-            new = dict(stored)
-            new.update({f: status[f] for f in _STATUS_FIELDS})
-            current["status"] = new
-            current["metadata"].pop("resourceVersion", None)
-            return current
-
-        try:
-            await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
-                                       change, subresource="status")
-        except StatusError as e:
-            if e.code != 404:
-                raise
+        await write_status(self._provider, self._context(meta.get("namespace", "")), meta,
+                           lambda stored: {**stored, **{f: status[f] for f in _STATUS_FIELDS}})

@@ -39,7 +39,7 @@ from orchd.api.meta import rfc3339
 from orchd.api.quantity import DECIMAL_SI, Quantity
 from orchd.api.selectors import parse_label_selector
 from orchd.controllers import hpacalc as calc
-from orchd.controllers.base import CacheSyncedController
+from orchd.controllers.base import CacheSyncedController, write_status
 from orchd.controllers.events import NORMAL, WARNING, EventRecorder
 from orchd.controllers.podstate import parse_time, ready_condition
 from orchd.registry.context import RequestContext
@@ -462,20 +462,6 @@ class HorizontalPodAutoscalerController(CacheSyncedController):
         if status == original:
             return
         meta = hpa["metadata"]
-        uid = meta.get("uid")
         written = copy.deepcopy(status)
-
-        def change(current):
-            if current["metadata"].get("uid") != uid:
-                raise StatusError.not_found("horizontalpodautoscalers", "autoscaling",
-                                            meta["name"])
-            current["status"] = copy.deepcopy(written)
-            current["metadata"].pop("resourceVersion", None)
-            return current
-
-        try:
-            await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
-                                       change, subresource="status")
-        except StatusError as e:
-            if e.code != 404:
-                raise
+        await write_status(self._provider, self._context(meta.get("namespace", "")), meta,
+                           lambda stored: copy.deepcopy(written))

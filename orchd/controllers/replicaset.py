@@ -30,7 +30,7 @@ from twisted.internet.defer import DeferredList, ensureDeferred
 from orchd.api.errors import StatusError
 from orchd.api.meta import rfc3339
 from orchd.api.selectors import NOTHING, selector_from_label_selector_object
-from orchd.controllers.base import CacheSyncedController
+from orchd.controllers.base import CacheSyncedController, write_status
 from orchd.controllers.controllerref import (
     ControllerRefManager, owner_reference, owner_selector, recheck_owner,
 )
@@ -434,20 +434,6 @@ class ReplicaSetController(CacheSyncedController):
             return owner.get("status") or {}
         if generation:
             status["observedGeneration"] = generation
-        uid = meta["uid"]
-
-        def change(current):
-            if current["metadata"].get("uid") != uid:
-                raise StatusError.not_found(self._kind.resource, self._kind.group, meta["name"])
-            current["status"] = _keep_failure(status, current.get("status") or {})
-            current["metadata"].pop("resourceVersion", None)
-            return current
-
-        try:
-            await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
-                                       change, subresource="status")
-        except StatusError as e:
-            if e.code == 404:
-                return None
-            raise
-        return status
+        written = await write_status(self._provider, self._context(meta.get("namespace", "")),
+                                     meta, lambda stored: _keep_failure(status, stored))
+        return status if written else None

@@ -35,7 +35,7 @@ behind the store fails with AlreadyExists and the sync is retried.
 from twisted.internet.defer import DeferredList, ensureDeferred
 
 from orchd.api.errors import StatusError
-from orchd.controllers.base import CacheSyncedController
+from orchd.controllers.base import CacheSyncedController, write_status
 from orchd.controllers.controllerref import (
     ControllerRefManager, owner_reference, owner_selector, recheck_owner,
 )
@@ -509,24 +509,15 @@ class StatefulSetController(CacheSyncedController):
         if all(stored.get(f) == status.get(f) for f in _STATUS_FIELDS):
             return
         meta = owner["metadata"]
-        uid = meta["uid"]
 
-        def change(current):
-            if current["metadata"].get("uid") != uid:
-                raise StatusError.not_found("statefulsets", "apps", meta["name"])
-            new = dict(current.get("status") or {})
-            stored_collisions = new.get("collisionCount") or 0
+        def new_status(stored):
+            new = dict(stored)
             new.update({f: status[f] for f in _STATUS_FIELDS})
             # A count raised by a sync whose write the cache has not shown yet stays.
-            new["collisionCount"] = max(status["collisionCount"], stored_collisions)
-            current["status"] = new
-            current["metadata"].pop("resourceVersion", None)
-            return current
+            new["collisionCount"] = max(status["collisionCount"],
+                                        stored.get("collisionCount") or 0)
+            return new
 
-        try:
-            await self._provider.patch(self._context(meta.get("namespace", "")), meta["name"],
-                                       change, subresource="status")
-        except StatusError as e:
-            if e.code != 404:
-                raise
+        await write_status(self._provider, self._context(meta.get("namespace", "")), meta,
+                           new_status)
 
