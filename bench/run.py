@@ -322,48 +322,28 @@ def main():
         fresh = os.path.join(workdir, "fresh")
         os.mkdir(fresh)
         own_cases(fresh, args, selected, template, report)
-    if "encoding" in selected:
-        encoding = os.path.join(workdir, "encoding")
-        os.mkdir(encoding)
-        encoding_cases(encoding, args, template, report)
-    if "authz" in selected:
-        authz = os.path.join(workdir, "authz")
-        os.mkdir(authz)
-        authz_cases(authz, args, template, report)
-    if "encryption" in selected:
-        encryption = os.path.join(workdir, "encryption")
-        os.mkdir(encryption)
-        encryption_cases(encryption, args, report)
-    if "customresources" in selected:
-        customresources = os.path.join(workdir, "customresources")
-        os.mkdir(customresources)
-        customresource_cases(customresources, args, template, report)
-    if "metrics" in selected:
-        metrics = os.path.join(workdir, "metrics")
-        os.mkdir(metrics)
-        metrics_cases(metrics, args, template, body_path, report)
-    if "audit" in selected:
-        audit = os.path.join(workdir, "audit")
-        os.mkdir(audit)
-        audit_cases(audit, args, template, body_path, report)
-    if "heartbeats" in selected:
-        heartbeats = os.path.join(workdir, "heartbeats")
-        os.mkdir(heartbeats)
-        heartbeat_cases(heartbeats, args, report)
-    if "etcd" in selected:
-        etcd = os.path.join(workdir, "etcd")
-        os.mkdir(etcd)
-        etcd_cases(etcd, args, template, body_path, report)
-    if "webhooks" in selected:
-        webhooks = os.path.join(workdir, "webhooks")
-        os.mkdir(webhooks)
-        webhook_cases(webhooks, args, body_path, report)
+    # The cases that start servers of their own, each in a folder of its own:
+    # (cases that select it, run(folder)).
+    own_servers = (
+        (("encoding",), lambda d: encoding_cases(d, args, template, report)),
+        (("authz",), lambda d: authz_cases(d, args, template, report)),
+        (("encryption",), lambda d: encryption_cases(d, args, report)),
+        (("customresources",), lambda d: customresource_cases(d, args, template, report)),
+        (("metrics",), lambda d: metrics_cases(d, args, template, body_path, report)),
+        (("audit",), lambda d: audit_cases(d, args, template, body_path, report)),
+        (("heartbeats",), lambda d: heartbeat_cases(d, args, report)),
+        (("etcd",), lambda d: etcd_cases(d, args, template, body_path, report)),
+        (("webhooks",), lambda d: webhook_cases(d, args, body_path, report)),
+        (("scheduling", "deployment", "daemonset", "jobs"),
+         lambda d: workload_cases(d, args, report, selected)),
+    )
+    for names, run in own_servers:
+        if set(names) & set(selected):
+            folder = os.path.join(workdir, names[0] if len(names) == 1 else "workloads")
+            os.mkdir(folder)
+            run(folder)
     if "testing" in selected:
         report["testing"] = testing_case(args.start_runs, args.namespaces)
-    if {"scheduling", "deployment", "daemonset", "jobs"} & set(selected):
-        workloads = os.path.join(workdir, "workloads")
-        os.mkdir(workloads)
-        workload_cases(workloads, args, report, selected)
     print_report(report)
     print_authz(report)
     print_encryption(report)
