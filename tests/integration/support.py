@@ -5,11 +5,14 @@ import shutil
 import orjson
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
-from twisted.web.client import HTTPConnectionPool
+from treq.client import HTTPClient
+from twisted.web.client import Agent, HTTPConnectionPool
 
 from orchd.app.config import Config
 from orchd.app.service import make_service
 from orchd.client.connect import client_from_orchconfig
+from orchd.client.orchconfig import load_orchconfig
+from orchd.tls.client import ClientTLSPolicy
 
 
 class RunningControlPlane:
@@ -57,6 +60,18 @@ class RunningControlPlane:
         self.stopped = True
         await self.pool.closeCachedConnections()
         await self.top.stopService()
+
+    def user_client(self, name, *groups):
+        """
+        A treq client holding a certificate for C{name} in C{groups}, issued
+        by the cluster CA; its connections are closed at the test's clean-up.
+        """
+        cert, key = self.plane.pki.issue_client_certificate(name, list(groups))
+        ca = load_orchconfig(self.plane.pki.admin_orchconfig_path).ca_pem
+        pool = HTTPConnectionPool(reactor, persistent=True)
+        self.test.addCleanup(pool.closeCachedConnections)
+        return HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(ca, cert, key),
+                                pool=pool))
 
     async def call(self, method, path, body=None, headers=None, client=None):
         """One request; returns C{(code, decoded body)}."""

@@ -25,20 +25,6 @@ class AuthorizationTests(TestCase):
 
     async def setUp(self):
         self.server = await RunningControlPlane(self).start()
-        self.pools = []
-
-    async def tearDown(self):
-        for pool in self.pools:
-            await pool.closeCachedConnections()
-
-    def user(self, name, *groups):
-        """A client holding a certificate for C{name} in C{groups}, from the cluster CA."""
-        cert, key = self.server.plane.pki.issue_client_certificate(name, list(groups))
-        ca = load_orchconfig(self.server.plane.pki.admin_orchconfig_path).ca_pem
-        pool = HTTPConnectionPool(reactor, persistent=True)
-        self.pools.append(pool)
-        return HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(ca, cert, key),
-                                pool=pool))
 
     async def eventually(self, method, path, body, client, code, tries=50):
         """Repeat a request until it answers C{code} (policy and aggregation follow writes)."""
@@ -51,7 +37,7 @@ class AuthorizationTests(TestCase):
 
     async def test_forbidden_until_bound(self):
         """403 with upstream's wording, then a RoleBinding to edit, then 201."""
-        carol = self.user("carol", "team")
+        carol = self.server.user_client("carol", "team")
         code, status = await self.server.call("POST", CM, {"metadata": {"name": "c"}},
                                               client=carol)
         self.assertEqual(code, 403, status)
@@ -68,7 +54,7 @@ class AuthorizationTests(TestCase):
 
     async def test_escalation_refused(self):
         """A namespace admin may bind view, but not cluster-admin."""
-        dana = self.user("dana")
+        dana = self.server.user_client("dana")
         code, created = await self.server.call("POST", BINDINGS,
                                                binding("dana-admin", "admin", "dana"))
         self.assertEqual(code, 201, created)
@@ -81,7 +67,7 @@ class AuthorizationTests(TestCase):
 
     async def test_access_reviews(self):
         """A user asks what it may do; an administrator asks for it."""
-        frank = self.user("frank")
+        frank = self.server.user_client("frank")
         review = {"spec": {"resourceAttributes": {"namespace": "default", "verb": "list",
                                                   "resource": "secrets"}}}
         code, answer = await self.server.call(
@@ -103,7 +89,7 @@ class AuthorizationTests(TestCase):
 
     async def test_impersonation(self):
         """The admin acts as gina and is refused as she is; gina cannot act as the admin."""
-        gina = self.user("gina")
+        gina = self.server.user_client("gina")
         code, status = await self.server.call("GET", CM, headers={b"Impersonate-User": [b"gina"]})
         self.assertEqual(code, 403, status)
         self.assertIn('User "gina" cannot list', status["message"])

@@ -1,13 +1,8 @@
 """/metrics end to end: a scraper's certificate over real TLS, RBAC deciding."""
 
 from prometheus_client.parser import text_string_to_metric_families
-from treq.client import HTTPClient
-from twisted.internet import reactor
 from twisted.trial.unittest import TestCase
-from twisted.web.client import Agent, HTTPConnectionPool
 
-from orchd.client.orchconfig import load_orchconfig
-from orchd.tls.client import ClientTLSPolicy
 from tests.integration.support import RunningControlPlane
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -23,20 +18,6 @@ class MetricsEndpointTests(TestCase):
 
     async def setUp(self):
         self.server = await RunningControlPlane(self).start()
-        self.pools = []
-
-    async def tearDown(self):
-        for pool in self.pools:
-            await pool.closeCachedConnections()
-
-    def user(self, name, *groups):
-        """A client holding a certificate for C{name} in C{groups}, from the cluster CA."""
-        cert, key = self.server.plane.pki.issue_client_certificate(name, list(groups))
-        ca = load_orchconfig(self.server.plane.pki.admin_orchconfig_path).ca_pem
-        pool = HTTPConnectionPool(reactor, persistent=True)
-        self.pools.append(pool)
-        return HTTPClient(Agent(reactor, contextFactory=ClientTLSPolicy(ca, cert, key),
-                                pool=pool))
 
     async def test_monitoring_group_scrapes(self):
         """A member of system:monitoring reads /metrics, which parses with upstream's names."""
@@ -44,7 +25,7 @@ class MetricsEndpointTests(TestCase):
         self.assertEqual(code, 201)
         code, _ = await self.server.call("GET", CM + "/scraped")
         self.assertEqual(code, 200)
-        scraper = self.user("prometheus", "system:monitoring")
+        scraper = self.server.user_client("prometheus", "system:monitoring")
         code, text = await self.server.call("GET", "/metrics", client=scraper)
         self.assertEqual(code, 200, text)
         found = families(text)
@@ -76,7 +57,7 @@ class MetricsEndpointTests(TestCase):
 
     async def test_forbidden_without_the_role(self):
         """A user outside system:monitoring gets 403 for /metrics and /metrics/slis."""
-        nobody = self.user("nobody")
+        nobody = self.server.user_client("nobody")
         for path in ("/metrics", "/metrics/slis"):
             code, status = await self.server.call("GET", path, client=nobody)
             self.assertEqual(code, 403, status)
