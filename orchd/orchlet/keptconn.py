@@ -38,16 +38,25 @@ class BadResponse(Exception):
 
 def request_bytes(method, target, host, headers, body=None):
     """
-    One request, head and body, as sent.
+    One request, head and body, as sent (text as UTF-8, as C{Agent} sends a URL).
 
     @param headers: C{[(name, value)]} of text; C{Content-Length} is added
-        for a body (C{bytes}).
+        for a body (C{bytes}). A line break in a value becomes a space, as
+        twisted.web's C{Headers} does, so a value cannot add a header.
+    @raise ValueError: for a method or target with spaces or control
+        characters (they would end the request line early).
     """
+    for part in (method, target):
+        if not part or any(ord(c) <= 0x20 or ord(c) == 0x7f for c in part):
+            raise ValueError(f"invalid request line part: {part!r}")
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-    lines.extend(f"{name}: {value}" for name, value in headers)
+    for name, value in headers:
+        if "\r" in value or "\n" in value:
+            value = value.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+        lines.append(f"{name}: {value}")
     if body is not None:
         lines.append(f"Content-Length: {len(body)}")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
     return head + body if body else head
 
 

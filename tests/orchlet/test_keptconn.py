@@ -58,6 +58,16 @@ class KeptConnectionsTests(SynchronousTestCase):
                                b"Content-Length: 2\r\n\r\n{}")
         self.assertEqual(request_bytes("GET", "/", "h", []), b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 
+    def test_request_line_injection(self):
+        """A target or method with a space or line break is refused; a header value's line
+        break becomes a space."""
+        for method, target in (("GET", "/x HTTP/1.1\r\nX-Evil: 1"), ("GET", "/a b"),
+                               ("GET", ""), ("GE T", "/")):
+            self.assertRaises(ValueError, request_bytes, method, target, "h", [])
+        data = request_bytes("GET", "/", "h", [("Authorization", "Bearer a\r\nX-Evil: 1")])
+        self.assertIn(b"Authorization: Bearer a X-Evil: 1\r\n", data)
+        self.assertEqual(data.count(b"\r\n"), 4)
+
     def test_written_in_one_write(self):
         """The whole request goes to the transport in one write."""
         self.send("POST", "/e", b'{"k":1}')
