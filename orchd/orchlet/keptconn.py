@@ -20,6 +20,8 @@ with L{BadResponse} and closes its connection. A request is never sent
 twice: a failure is the caller's to retry, as before.
 """
 
+import re
+
 from twisted.internet.defer import Deferred, DeferredList, succeed
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
@@ -30,6 +32,8 @@ MAX_HEAD = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
 
 _NO_BODY = (204, 304)
+#: What may not appear in a request line's method or target.
+_SPACE_OR_CONTROL = re.compile(r"[\x00-\x20\x7f]")
 
 
 class BadResponse(Exception):
@@ -47,7 +51,7 @@ def request_bytes(method, target, host, headers, body=None):
         characters (they would end the request line early).
     """
     for part in (method, target):
-        if not part or any(ord(c) <= 0x20 or ord(c) == 0x7f for c in part):
+        if not part or _SPACE_OR_CONTROL.search(part):
             raise ValueError(f"invalid request line part: {part!r}")
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
     for name, value in headers:
