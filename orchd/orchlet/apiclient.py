@@ -40,7 +40,7 @@ REQUEST_TIMEOUT = 15.0
 
 class APIClient:
     """
-    JSON requests to one server, over one persistent connection pool.
+    JSON requests to one server, over kept-alive connections.
 
     @param ca_pem: the CA bundle the server must chain to; None with
         C{verify=False} only for reading cluster-info before trust exists.
@@ -52,10 +52,9 @@ class APIClient:
                  verify=True, timeout=REQUEST_TIMEOUT):
         self.reactor = reactor
         self.url = server_url.rstrip("/")
+        # The Agent's pool: the pod watch, and requests to absolute URLs.
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.retryAutomatically = False
-        # The pod worker, the event recorder, the Lease and the node status
-        # each have a request out at times: keep a connection for each.
         self.pool.maxPersistentPerHost = KEPT_CONNECTIONS
         policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
         endpoints = _KeptEndpoints(reactor, policy)
@@ -68,6 +67,8 @@ class APIClient:
             self._lines.append(("Authorization", "Bearer " + token))
         uri = URI.fromBytes(self.url.encode("utf-8"))
         self._base_path = uri.path.decode("utf-8").rstrip("/")
+        # The pod worker, the event recorder, the Lease and the node status
+        # each have a request out at times: keep a connection for each.
         self.kept = KeptConnections(reactor, endpoints.endpointForURI(uri), _host_value(uri),
                                     KEPT_CONNECTIONS)
         self.timeout = timeout
