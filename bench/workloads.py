@@ -171,16 +171,20 @@ def scheduling_round(orchd, args, workdir, round_number):
     time.sleep(1.5)                 # past the first failure's backoff (1 s)
     counter = WatchCounter(orchd, PODS, prefix, list_revision(orchd), bound)
     counter.target = args.pods
+    cpu_before = cpu_seconds(orchd.process.pid)
     started = time.monotonic()
     set_taints(orchd, nodes, None)
     opened = time.monotonic()
     if not counter.done.wait(600):
         raise SystemExit(f"only {len(counter.seen)} of {args.pods} pods were bound")
+    # orchd's CPU from the removal to the last binding (read when the watch
+    # saw it): scheduler, bindings, and the nodes starting the pods meanwhile.
+    cpu = cpu_seconds(orchd.process.pid) - cpu_before
     counter.close()
     binds = args.pods / (counter.last - started)
     return {"creates_per_s": creates["rps"], "binds_per_s": binds,
             "ratio": binds / creates["rps"], "open_secs": opened - started,
-            "bind_secs": counter.last - started}
+            "bind_secs": counter.last - started, "cpu_ms_per_pod": cpu * 1000 / args.pods}
 
 
 def wait_until(orchd, path, done, what, timeout=900):
@@ -346,9 +350,10 @@ def print_workloads(report):
     runs = report.get("scheduling")
     if runs:
         med = {key: statistics.median(run[key] for run in runs)
-               for key in ("creates_per_s", "binds_per_s", "ratio")}
+               for key in ("creates_per_s", "binds_per_s", "ratio", "cpu_ms_per_pod")}
         print(f"scheduling ({len(runs)} rounds, medians): pod creates {med['creates_per_s']:.0f}/s, "
-              f"pods bound {med['binds_per_s']:.0f}/s: ratio {med['ratio']:.3f} "
+              f"pods bound {med['binds_per_s']:.0f}/s: ratio {med['ratio']:.3f}, "
+              f"orchd CPU {med['cpu_ms_per_pod']:.2f} ms per bound pod "
               f"(rounds {', '.join(format(run['ratio'], '.3f') for run in runs)}; target >= 0.5)")
     runs = report.get("deployment")
     if runs:

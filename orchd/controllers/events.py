@@ -2,9 +2,14 @@
 """
 Recording events about objects, for controllers (client-go's event recorder).
 
-C{record} returns at once; the event is written in the background, one at a
-time, through the registry. Before it is written it goes through the same
-correlation as upstream (C{tools/record/events_cache.go}):
+C{record} returns at once; the event is written in the background through
+the registry, one at a time by default, or C{concurrency} at a time for a
+recorder that records many events at once (the scheduler's: one per bound
+pod; each write waits for its durable commit, and writes in flight together
+share one). Events are correlated in the order they were recorded, and a
+write of an event already being written (a repeat raising its count) waits
+for the earlier write to end. Before it is written an event goes through
+the same correlation as upstream (C{tools/record/events_cache.go}):
 
  - a spam filter: a token bucket per source and object (a burst of 25, then
    one event every 5 minutes); events past it are dropped;
@@ -144,8 +149,9 @@ class EventRecorder:
     log = Logger()
 
     def __init__(self, catalog, clock, component, host="", window=DEDUP_WINDOW,
-                 cache_size=CACHE_SIZE):
+                 cache_size=CACHE_SIZE, concurrency=1):
         self._catalog = catalog
+        self._concurrency = max(int(concurrency), 1)
         self._clock = clock
         self._component = component
         self._host = host
@@ -154,7 +160,9 @@ class EventRecorder:
         self._similar = LRUCache(cache_size)
         self._spam = LRUCache(cache_size)
         self._backlog = deque()
-        self._writing = False
+        self._writers = 0
+        #: Event name -> the Deferred of its write under way.
+        self._names = {}
         self._last_nanos = 0
 
     def record(self, obj, type, reason, message, field_path=None):
@@ -178,8 +186,8 @@ class EventRecorder:
             done.callback(None)
             return done
         self._backlog.append((self._make_event(obj, type, reason, message, field_path), done))
-        if not self._writing:
-            self._writing = True
+        if self._writers < self._concurrency:
+            self._writers += 1
             Deferred.fromCoroutine(self._write_backlog()).addErrback(
                 lambda f: self.log.failure("Event recorder stopped", f))
         return done
@@ -216,6 +224,7 @@ class EventRecorder:
         return f"{involved}.{nanos:016x}"
 
     async def _write_backlog(self):
+        """One writer: events from the backlog until it is empty."""
         try:
             while self._backlog:
                 event, done = self._backlog.popleft()
@@ -232,7 +241,7 @@ class EventRecorder:
                                      name=event["involvedObject"].get("name"))
                 done.callback(None)
         finally:
-            self._writing = False
+            self._writers -= 1
 
     # -- correlation ------------------------------------------------------------
 
@@ -306,7 +315,20 @@ class EventRecorder:
             return
         event, key = self._aggregate(event)
         repeat = self._observe(event, key)
-        await self._send(event, repeat)
+        name = event["metadata"]["name"]
+        earlier = self._names.get(name)
+        written = self._names[name] = Deferred()
+        try:
+            if earlier is not None:
+                # The same event is being written (created, or its count
+                # raised): this write follows it, or it would find no event
+                # to raise the count of, or a name already taken.
+                await earlier
+            await self._send(event, repeat)
+        finally:
+            if self._names.get(name) is written:
+                del self._names[name]
+            written.callback(None)
 
     async def _send(self, event, repeat):
         """

@@ -3,30 +3,33 @@
 The node agent's one way to talk HTTPS to the API server (and webhooks).
 
 The agent sends a handful of small JSON requests over and over (a Lease
-renewal every 10 s, pod status patches), so connections are kept alive in
-one persistent pool, closed when the agent stops; it follows its pods with
-one watch (L{APIClient.watch}), a stream of JSON lines. The server
+renewal every 10 s, pod status patches, events), so connections are kept
+alive (L{orchd.orchlet.keptconn}: each request written whole, the answer
+read by a small parser), closed when the agent stops; it follows its pods
+with one watch (L{APIClient.watch}), a stream of JSON lines, read through
+twisted.web's C{Agent}. The server
 is verified against the cluster CA; the caller is its client certificate,
 or a bearer token while it has none (joining with a bootstrap token).
 Answers come back as C{(code, body)}: JSON decoded, anything else as text,
 so callers branch on codes instead of catching exceptions.
 
-Requests go straight through an C{Agent}: the agent needs no cookies,
-redirects or content decoding, and a node sends many small requests (a
-hundred simulated nodes share one process with the server).
+Neither needs cookies, redirects or content decoding, and a node sends
+many small requests (a hundred simulated nodes share one process with the
+server, so every cycle a request costs here is taken from the server).
 """
 
 import orjson
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
-from twisted.web.client import Agent, HTTPConnectionPool, readBody
+from twisted.web.client import URI, Agent, HTTPConnectionPool, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import implementer
 
 from orchd.client.body import BytesProducer
+from orchd.orchlet.keptconn import KeptConnections, request_bytes
 from orchd.tls.client import ClientTLSPolicy
 
 #: Connections kept open to the server.
@@ -37,7 +40,7 @@ REQUEST_TIMEOUT = 15.0
 
 class APIClient:
     """
-    JSON requests to one server, over one persistent connection pool.
+    JSON requests to one server, over kept-alive connections.
 
     @param ca_pem: the CA bundle the server must chain to; None with
         C{verify=False} only for reading cluster-info before trust exists.
@@ -49,17 +52,25 @@ class APIClient:
                  verify=True, timeout=REQUEST_TIMEOUT):
         self.reactor = reactor
         self.url = server_url.rstrip("/")
+        # The Agent's pool: the pod watch, and requests to absolute URLs.
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.retryAutomatically = False
-        # The pod worker, the event recorder, the Lease and the node status
-        # each have a request out at times: keep a connection for each.
         self.pool.maxPersistentPerHost = KEPT_CONNECTIONS
         policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
-        self.agent = Agent.usingEndpointFactory(reactor, _KeptEndpoints(reactor, policy),
-                                                pool=self.pool)
+        endpoints = _KeptEndpoints(reactor, policy)
+        self.agent = Agent.usingEndpointFactory(reactor, endpoints, pool=self.pool)
         self._headers = {b"accept": [b"application/json"]}
+        # The same headers, as the kept connections write them.
+        self._lines = [("Accept", "application/json")]
         if token:
             self._headers[b"authorization"] = [b"Bearer " + token.encode("ascii")]
+            self._lines.append(("Authorization", "Bearer " + token))
+        uri = URI.fromBytes(self.url.encode("utf-8"))
+        self._base_path = uri.path.decode("utf-8").rstrip("/")
+        # The pod worker, the event recorder, the Lease and the node status
+        # each have a request out at times: keep a connection for each.
+        self.kept = KeptConnections(reactor, endpoints.endpointForURI(uri), _host_value(uri),
+                                    KEPT_CONNECTIONS)
         self.timeout = timeout
 
     def _send(self, method, url, headers, data=None):
@@ -77,7 +88,6 @@ class APIClient:
         @return: C{(code, body)}: decoded JSON if the answer is JSON, else text.
         @raise Exception: for connection failures and timeouts.
         """
-        headers = dict(self._headers)
         data = None
         if body is not None:
             if isinstance(body, str):
@@ -86,17 +96,27 @@ class APIClient:
                 data = body
             else:
                 data = orjson.dumps(body)
-            headers[b"content-type"] = [content_type.encode("ascii")]
-        url = path if path.startswith(("https://", "http://")) else self.url + path
-        response = await self._send(method, url, headers, data)
-        raw = await readBody(response)
-        ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
+        if path.startswith(("https://", "http://")):
+            headers = dict(self._headers)
+            if data is not None:
+                headers[b"content-type"] = [content_type.encode("ascii")]
+            response = await self._send(method, path, headers, data)
+            raw = await readBody(response)
+            code = response.code
+            ctype = (response.headers.getRawHeaders(b"content-type") or [b""])[0]
+        else:
+            lines = self._lines
+            if data is not None:
+                lines = lines + [("Content-Type", content_type)]
+            code, ctype, raw = await self.kept.request(
+                request_bytes(method, self._base_path + path, self.kept.host, lines, data),
+                self.timeout)
         if ctype.startswith(b"application/json") and raw:
             try:
-                return response.code, orjson.loads(raw)
+                return code, orjson.loads(raw)
             except orjson.JSONDecodeError:
                 pass
-        return response.code, raw.decode("utf-8", "replace")
+        return code, raw.decode("utf-8", "replace")
 
     async def watch(self, path, on_event):
         """
@@ -115,7 +135,17 @@ class APIClient:
 
     def close(self):
         """Close the kept-alive connections; a Deferred that fires when they are closed."""
-        return self.pool.closeCachedConnections()
+        return DeferredList([self.kept.close(), self.pool.closeCachedConnections()],
+                            consumeErrors=True)
+
+
+def _host_value(uri):
+    """The C{Host} header for C{uri}, as C{Agent} writes it (no default port)."""
+    host = uri.host.decode("ascii")
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if uri.scheme == b"https" else 80
+    return host if uri.port == default else f"{host}:{uri.port}"
 
 
 class EventStream(Protocol):

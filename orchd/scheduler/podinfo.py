@@ -77,7 +77,7 @@ class PodInfo:
     @ivar claims: the names of the PersistentVolumeClaims its volumes use.
     @ivar owner: the uid of its controlling owner, or None.
     @ivar signature: what, when it changes, may make a pod schedulable
-        again (its spec, labels and annotations).
+        again (its spec, labels and annotations); None for a pod with a node.
     """
 
     __slots__ = ("key", "namespace", "name", "uid", "resource_version", "node_name",
@@ -121,8 +121,10 @@ class PodInfo:
         self.owner = _controller_uid(meta)
         self.condition = _scheduled_condition(status)
         self.preempt_never = spec.get("preemptionPolicy") == "Never"
-        self.signature = orjson.dumps((spec, meta.get("labels"), meta.get("annotations")),
-                                      option=orjson.OPT_SORT_KEYS)
+        # Only a pending pod is compared with its last version; a bound pod
+        # changes (its status written by its node) far more often.
+        self.signature = None if self.node_name else orjson.dumps(
+            (spec, meta.get("labels"), meta.get("annotations")), option=orjson.OPT_SORT_KEYS)
 
     @property
     def assigned(self):

@@ -65,6 +65,10 @@ PER_TURN = 128
 #: many requests' work (a hundred simulated nodes' status writes), and the
 #: scheduler gets its share of the turn, not one decision's worth.
 TURN_SECONDS = 0.015
+#: Events written at once: a burst of bindings records as many Scheduled
+#: events, each write waiting for its durable commit; written one at a time
+#: they would fill the recorder's backlog (past which events are dropped).
+EVENT_WRITES = 32
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
@@ -113,7 +117,8 @@ class Scheduler(Service):
         self._turn_seconds = turn_seconds
         self._timer = timer
         self._binder = binder or DefaultBinder(catalog)
-        self._recorder = recorder or EventRecorder(catalog, clock, DEFAULT_SCHEDULER)
+        self._recorder = recorder or EventRecorder(catalog, clock, DEFAULT_SCHEDULER,
+                                                    concurrency=EVENT_WRITES)
         #: Claims, volumes and classes (None when the API serves none).
         self.volumes = VolumeCache.for_catalog(catalog, clock, on_change=self._volumes_changed)
         self.framework = framework or default_framework(volumes=self.volumes)

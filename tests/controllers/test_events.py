@@ -168,6 +168,48 @@ class RecorderTests(SynchronousTestCase):
         self.assertEqual(sorted(e["reason"] for e in self.events()), ["First", "Second"])
 
 
+    def slow_creates(self):
+        """Event creates wait for the returned Deferred; the list of names being created."""
+        provider = self.api.catalog.resource("", "events")
+        real_create = provider.create
+        gate, started = Deferred(), []
+
+        async def slow_create(ctx, obj):
+            started.append(obj["reason"])
+            await gate
+            return await real_create(ctx, obj)
+
+        provider.create = slow_create
+        self.addCleanup(setattr, provider, "create", real_create)
+        return gate, started
+
+    def test_concurrent_writes(self):
+        """A recorder with concurrency 2 has two events' writes under way at once, not a third."""
+        recorder = EventRecorder(self.api.catalog, self.api.clock, "c", concurrency=2)
+        gate, started = self.slow_creates()
+        recorded = [recorder.record(self.cm, "Normal", reason, reason) for reason in "ABC"]
+        self.assertEqual(started, ["A", "B"])
+        gate.callback(None)
+        for done in recorded:
+            self.successResultOf(done)
+        self.assertEqual(sorted(e["reason"] for e in self.events()), ["A", "B", "C"])
+
+    def test_concurrent_repeat_waits_for_create(self):
+        """A repeat recorded while its event is still being created raises the count after it."""
+        recorder = EventRecorder(self.api.catalog, self.api.clock, "c", concurrency=4)
+        gate, started = self.slow_creates()
+        first = recorder.record(self.cm, "Warning", "Failed", "it broke")
+        self.api.clock.advance(5)
+        second = recorder.record(self.cm, "Warning", "Failed", "it broke")
+        self.assertEqual(started, ["Failed"])
+        gate.callback(None)
+        self.successResultOf(first)
+        self.successResultOf(second)
+        [event] = self.events()
+        self.assertEqual(event["count"], 2)
+        self.assertEqual(event["lastTimestamp"], "2023-11-14T22:13:25Z")
+
+
 class FieldSelectorTests(SynchronousTestCase):
     def setUp(self):
         self.api = APIHarness()

@@ -53,6 +53,11 @@ class PodInfoTests(SynchronousTestCase):
         self.assertNotEqual(PodInfo(first).signature, PodInfo(changed_spec).signature)
         self.assertNotEqual(PodInfo(first).signature, PodInfo(labelled).signature)
 
+    def test_no_signature_once_bound(self):
+        """A pod with a node has no signature (nothing compares it): bound pods are cheaper."""
+        self.assertIsNone(PodInfo(pod(node_name="n1")).signature)
+        self.assertIsNotNone(PodInfo(pod()).signature)
+
     def test_malformed(self):
         """A pod whose fields have the wrong types reads as having none of them."""
         info = PodInfo({"metadata": {"name": "x", "namespace": "d"}, "spec": {
