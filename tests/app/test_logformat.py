@@ -4,10 +4,10 @@ import io
 
 import orjson
 from twisted.application.service import Application, Service
-from twisted.logger import ILogObserver, Logger, LogLevel, LogPublisher
+from twisted.logger import ILogObserver, Logger, LogLevel, LogPublisher, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.logformat import LogWriter, ProcessLogging, event_line, text_line
+from orchd.app.logformat import LogWriter, ProcessLogging, event_line, message, text_line
 
 
 class FakeReactor:
@@ -97,6 +97,58 @@ class TextLineTests(SynchronousTestCase):
         """A legacy event's system names it, as in twistd's lines."""
         line = text_line({"log_system": "-", "log_format": "hello", "log_time": 0.0})
         self.assertTrue(line.endswith(" [-] hello\n"), line)
+
+
+class BadFormat:
+    def __format__(self, spec):
+        raise RuntimeError("no format")
+
+    def __repr__(self):
+        return "<BadFormat>"
+
+
+class Thing:
+    name = "thing"
+
+    def size(self):
+        return 3
+
+
+class MessageTests(SynchronousTestCase):
+    def test_same_text_as_twisted(self):
+        """Every kind of format reads exactly as twisted's formatEvent reads it, errors included."""
+        cases = [
+            ("{verb} {uri} {user} {status} {latency_ms:.1f}ms audit-id={audit_id}",
+             dict(verb="get", uri="/api/v1/pods?x=1", user="", status=200, latency_ms=1.25,
+                  audit_id="a-b")),
+            ("plain text, no fields", {}),
+            ("", {}),
+            ("{{literal}} {x!r} {x!s} {x!a} {n:>5d}|{f:08.3f}", dict(x="é'q", n=42, f=3.5)),
+            ("{missing} field", {}),
+            ("{thing.name} and {thing.size()}", dict(thing=Thing())),
+            ("{items[0]}", dict(items=["first"])),
+            ("{0} positional", {}),
+            ("{x:{width}}", dict(x=1, width=4)),
+            ("{bad}", dict(bad=BadFormat())),
+            ("{n:d}", dict(n="not a number")),
+            ("{x!z}", dict(x=1)),
+            ("unbalanced {", {}),
+            (b"{verb} as bytes", dict(verb="get")),
+            (None, dict(verb="get")),
+            ("{log_namespace}#{log_level.name}", dict(log_namespace="ns",
+                                                      log_level=LogLevel.warn)),
+        ]
+        for fmt, fields in cases:
+            event = dict(fields, log_format=fmt, log_time=0.0)
+            for _ in range(2):   # the first reads the format, the second uses what was read
+                self.assertEqual(message(event), formatEvent(event), fmt)
+
+    def test_flattened_left_to_twisted(self):
+        """An event flattened for later formatting is formatted as twisted does."""
+        from twisted.logger import eventAsJSON, eventFromJSON
+        event = eventFromJSON(eventAsJSON({"log_format": "{a.name} {n}", "a": Thing(), "n": 1,
+                                           "log_time": 0.0}))
+        self.assertEqual(message(event), formatEvent(event))
 
 
 class LogWriterTests(SynchronousTestCase):

@@ -142,9 +142,9 @@ class AuditRecord:
     @ivar status: the Status dict of an error answer, set where errors are written.
     """
 
-    __slots__ = ("audit_id", "decision", "level", "emit", "now", "request", "info", "user",
-                 "impersonated", "annotations", "status", "received", "object_meta",
-                 "request_body", "response", "finished")
+    __slots__ = ("audit_id", "decision", "level", "emit", "now", "uri", "source_ips",
+                 "user_agent", "info", "user", "impersonated", "annotations", "status",
+                 "received", "object_meta", "request_body", "response", "finished")
 
     def __init__(self, audit_id, decision, emit, now, request, info, user, received):
         self.audit_id = audit_id
@@ -152,7 +152,14 @@ class AuditRecord:
         self.level = decision.level
         self.emit = emit
         self.now = now
-        self.request = request
+        # What the events say of the request is read now and the request not
+        # kept: the request holds this record (C{request.audit}), and a cycle
+        # between them would leave every audited request, with its headers and
+        # body, for the garbage collector instead of reference counting.
+        self.uri = request.uri.decode("latin-1")
+        self.source_ips = source_ips(request)
+        agent = request.getHeader(b"user-agent")
+        self.user_agent = agent.decode("utf-8", "replace") if agent else None
         self.info = info
         self.user = user
         self.impersonated = None
@@ -201,23 +208,22 @@ class AuditRecord:
         self.emit(self._event(stage, code))
 
     def _event(self, stage, code):
-        request, info = self.request, self.info
+        info = self.info
         event = {
             "kind": "Event",
             "apiVersion": EVENT_API_VERSION,
             "level": self.level,
             "auditID": self.audit_id,
             "stage": stage,
-            "requestURI": request.uri.decode("latin-1"),
+            "requestURI": self.uri,
             "verb": info.verb,
             "user": self.user.to_dict() if self.user is not None else {},
         }
         if self.impersonated is not None:
             event["impersonatedUser"] = self.impersonated.to_dict()
-        event["sourceIPs"] = source_ips(request)
-        agent = request.getHeader(b"user-agent")
-        if agent:
-            event["userAgent"] = agent.decode("utf-8", "replace")
+        event["sourceIPs"] = list(self.source_ips)
+        if self.user_agent:
+            event["userAgent"] = self.user_agent
         if info.is_resource_request:
             event["objectRef"] = self._object_ref()
         if code is not None:

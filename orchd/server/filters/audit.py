@@ -4,19 +4,49 @@ The audit step of a request, as upstream's C{WithAuditInit},
 C{WithAudit} and C{WithFailedAuthenticationAudit} filters.
 
 Every request gets an audit ID (the client's C{Audit-ID} header if it sent
-one, else a new UUID), returned as the C{Audit-ID} response header whether
-auditing is on or not. Once the user is known the policy decides the
+one, else a new random UUID, as upstream's), returned as the C{Audit-ID}
+response header whether auditing is on or not. Once the user is known the policy decides the
 request's level; only an audited request gets an L{AuditRecord}, so
 auditing off, or a request the policy leaves out, costs one policy walk.
 """
 
+import os
 import time
-import uuid
 
 from orchd.server.audit.policy import COMPLETE, NONE, PANIC, RECEIVED, STARTED, Policy
 from orchd.server.audit.record import AuditRecord
 
 _HEADER = b"Audit-ID"
+#: The hex digit of a UUID's variant nibble (10xx) for each random one.
+_VARIANT = {f"{n:x}": f"{(n & 3) | 8:x}" for n in range(16)}
+
+
+class AuditIDs:
+    """
+    New audit IDs: random (version 4) UUIDs in their text form.
+
+    C{str(uuid.uuid4())} is a system call and a C{UUID} object per request;
+    here the random bytes are read 4 KB at a time and each ID is their hex
+    with the version and variant digits set, as C{uuid4} sets those bits.
+    Only the reactor thread calls it.
+    """
+
+    #: IDs per read of the system's random bytes.
+    batch = 256
+
+    def __init__(self, urandom=os.urandom):
+        self._urandom = urandom
+        self._pool = ""
+        self._at = 0
+
+    def __call__(self):
+        at = self._at
+        if at >= len(self._pool):
+            self._pool = self._urandom(16 * self.batch).hex()
+            at = 0
+        self._at = at + 32
+        h = self._pool[at:at + 32]
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
 
 
 class Auditor:
@@ -30,6 +60,7 @@ class Auditor:
         self.policy = policy if sinks else None
         self.sinks = tuple(sinks)
         self.now = now
+        self._new_id = AuditIDs()
         if len(self.sinks) == 1:
             self._emit = self.sinks[0].write
         else:
@@ -44,8 +75,12 @@ class Auditor:
         request.received = self.now()
         request.audit = request.api_info = request.api_user = None
         given = request.requestHeaders.getRawHeaders(_HEADER)
-        raw = given[0] if given and given[0] else str(uuid.uuid4()).encode("ascii")
-        request.audit_id = raw.decode("latin-1")
+        if given and given[0]:
+            raw = given[0]
+            request.audit_id = raw.decode("latin-1")
+        else:
+            request.audit_id = audit_id = self._new_id()
+            raw = audit_id.encode("ascii")
         request.setHeader(_HEADER, raw)
 
     def _record(self, request, info, user):

@@ -1,11 +1,14 @@
 """The audit step of the server's filter chain and the request log line."""
 
+import os
+import uuid
+
 from twisted.logger import formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
-from orchd.server.filters.audit import Auditor
+from orchd.server.filters.audit import AuditIDs, Auditor
 from tests.server.test_watch import Stream
 from tests.support import APIHarness
 
@@ -71,3 +74,35 @@ class AuditorTests(SynchronousTestCase):
         policy = Policy.from_document({"apiVersion": "audit.k8s.io/v1", "kind": "Policy",
                                        "rules": [{"level": "Metadata"}]})
         self.assertIsNone(Auditor(policy, []).policy)
+
+
+class AuditIDTests(SynchronousTestCase):
+    def test_version_4_uuids_of_the_random_bytes(self):
+        """Each ID is the version-4 UUID that uuid.UUID makes of the next 16 random bytes."""
+        data = os.urandom(16 * 3)
+        reads = []
+
+        def urandom(n):
+            reads.append(n)
+            return data[:n]
+
+        ids = AuditIDs(urandom)
+        ids.batch = 2
+        made = [ids() for _ in range(3)]
+        self.assertEqual(reads, [32, 32])
+        self.assertEqual(made, [str(uuid.UUID(bytes=data[0:16], version=4)),
+                                str(uuid.UUID(bytes=data[16:32], version=4)),
+                                str(uuid.UUID(bytes=data[0:16], version=4))])
+
+    def test_version_and_variant_bits(self):
+        """All-ones and all-zeros bytes give the UUIDs uuid4 would: only those bits set."""
+        for byte, expected in ((b"\xff", "ffffffff-ffff-4fff-bfff-ffffffffffff"),
+                               (b"\x00", "00000000-0000-4000-8000-000000000000")):
+            self.assertEqual(AuditIDs(lambda n: byte * n)(), expected)
+
+    def test_unique(self):
+        """IDs from the system's random bytes do not repeat, across batches."""
+        ids = AuditIDs()
+        made = {ids() for _ in range(3 * AuditIDs.batch)}
+        self.assertEqual(len(made), 3 * AuditIDs.batch)
+        self.assertEqual({uuid.UUID(i).version for i in made}, {4})

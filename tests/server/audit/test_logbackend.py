@@ -147,6 +147,35 @@ class BackendTests(TestCase):
         self.assertEqual(orjson.loads(lines[0])["requestObject"], {"a": 1})
         self.assertEqual(backend.dropped, 0)
 
+    async def test_event_read_when_written(self):
+        """An event without bodies is read when written: later changes to its dict are not logged."""
+        self.patch(logbackend, "FLUSH_INTERVAL", 60)    # the writer waits for the stop
+        backend, path = self.backend()
+        backend.startService()
+        written = event(1)
+        backend.write(written)
+        written["auditID"] = "changed"
+        written["user"]["username"] = "mallory"
+        await backend.stopService()
+        with open(path, "rb") as f:
+            (line,) = [orjson.loads(line) for line in f]
+        self.assertEqual((line["auditID"], line["user"]["username"]), ("id-1", "alice"))
+
+    async def test_unencodable_event_skipped(self):
+        """An event that cannot be encoded is counted and logged; the others are written."""
+        backend, path = self.backend()
+        backend.startService()
+        backend.write(event(1))
+        backend.write(event(2, annotations={"x": object()}))
+        backend.write(event(3, requestObject=Body(b'{"a": 1}', b"application/json"),
+                            annotations={"x": object()}))
+        backend.write(event(4))
+        await backend.stopService()
+        with open(path, "rb") as f:
+            self.assertEqual([orjson.loads(line)["auditID"] for line in f], ["id-1", "id-4"])
+        self.assertEqual(backend.write_errors, 2)
+        self.assertEqual(len(self.flushLoggedErrors()), 0)
+
     async def test_full_queue_drops_and_counts(self):
         """Past the buffer events are dropped and counted, never waited for."""
         self.patch(logbackend, "FLUSH_INTERVAL", 60)    # the writer waits for the stop

@@ -1,5 +1,7 @@
 """Audit events of requests served by the in-memory API server, field by field."""
 
+import gc
+
 import orjson
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface.verify import verifyObject
@@ -250,6 +252,23 @@ class EventTests(SynchronousTestCase):
                            {"level": "Metadata"})
         api.call("GET", CM)
         self.assertEqual(api.audit.events, [])
+
+    def test_audited_request_freed_without_collector(self):
+        """An audited request and its record are freed by reference counting, not left in a cycle."""
+        api = self.harness({"level": "RequestResponse"})
+        api.call("POST", CM, {"metadata": {"name": "c"}})
+        gc.collect()
+        self.addCleanup(gc.enable)
+        self.addCleanup(gc.set_debug, gc.get_debug())
+        gc.disable()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        api.call("GET", CM + "/c")
+        api.call("PUT", CM + "/c", {"metadata": {"name": "c"}, "data": {"k": "v"}})
+        gc.collect()
+        cyclic = {type(o).__name__ for o in gc.garbage}
+        del gc.garbage[:]
+        self.assertEqual(len(self.events()), 3)
+        self.assertEqual(cyclic & {"APIRequest", "AuditRecord", "Headers"}, set())
 
 
 class _ListInfo:
