@@ -50,6 +50,9 @@ FLUSH_INTERVAL = 0.02
 WRITE_COST = 60e-6
 FLUSH_SPACING = 2.0
 MAX_FLUSH_INTERVAL = 0.1
+#: A round of writes stops for other work after about this many writes,
+#: and goes on at the next turn of the reactor.
+FLUSH_SLICE = 500
 #: Watchers that allow bookmarks get one at least this often.
 BOOKMARK_INTERVAL = 55.0
 #: How long a read "not older than" a future revision waits for it.
@@ -145,7 +148,8 @@ class _Group:
     """
 
     __slots__ = ("cache", "key", "prefix", "selected", "encoder", "members",
-                 "frames", "revisions", "base", "ends", "total", "last_revision", "_joined")
+                 "frames", "revisions", "base", "ends", "total", "last_revision", "_joined",
+                 "_round")
 
     def __init__(self, cache, key, prefix, selected, encoder):
         self.cache = cache
@@ -168,6 +172,8 @@ class _Group:
         #: The frames past a cursor, joined: C{cursor -> (bytes, count)},
         #: forgotten whenever the log changes.
         self._joined = {}
+        #: The members left to write in the round of writes under way.
+        self._round = None
 
     @property
     def end(self):
@@ -211,10 +217,21 @@ class _Group:
         Write each member what it has not been given; drop the members that
         cannot take it and are too far behind. Returns the writes made.
         """
+        return self.write_some(float("inf"))[0]
+
+    def write_some(self, budget):
+        """
+        Go on with the round of writes to the members (starting one if none
+        is under way) for at most about C{budget} writes: C{(writes made,
+        whether the round is over)}. A round of many members is so spread
+        over several turns of the reactor, with requests served between.
+        """
+        if self._round is None:
+            self._round = iter(list(self.members))
         writes = 0
-        end = self.end
-        for member in list(self.members):
-            if member.cursor >= end and not member.queue and member._pending_snapshot is None:
+        for member in self._round:
+            if member.stopped or (member.cursor >= self.end and not member.queue
+                                  and member._pending_snapshot is None):
                 continue
             if member.paused or member._pending_snapshot is not None:
                 # It writes when it can (resumed, or its initial events
@@ -223,8 +240,11 @@ class _Group:
                     self.cache.drop(member, "the client is not reading its watch fast enough")
                 continue
             writes += member.flush()
+            if writes >= budget:
+                return writes, False
+        self._round = None
         self.trim()
-        return writes
+        return writes, True
 
     def trim(self):
         """Forget the frames every member has been given."""
@@ -376,6 +396,10 @@ class CacheWatcher:
             self.cache.schedule_flush(self)
         return 1 if data else 0
 
+    def write_some(self, budget):
+        """L{flush}, as a round of writes of one: C{(writes made, True)}."""
+        return self.flush(), True
+
     def join(self, group):
         """Take the changes C{group} logs from now on."""
         self.group = group
@@ -490,6 +514,9 @@ class WatchCache:
         self._subscription = None
         self._base_interval = self._flush_interval = flush_interval
         self._dirty = set()
+        #: The writers left in the round of writes under way, and its writes.
+        self._round = []
+        self._round_writes = 0
         self._flush_call = None
         self._last_flush = -1.0
         self._stopped = False
@@ -744,11 +771,38 @@ class WatchCache:
         self._flush_call = self.clock.callLater(delay, self._flush)
 
     def _flush(self):
+        """
+        Go on with the round of writes under way, or start one with the
+        writers that have frames; a round of more than L{FLUSH_SLICE} writes
+        goes on at the next turn of the reactor.
+        """
         self._flush_call = None
-        self._last_flush = self.clock.seconds()
-        dirty, self._dirty = self._dirty, set()
-        writes = 0
-        for writer in dirty:
-            writes += writer.flush()
-        cost = writes * WRITE_COST * FLUSH_SPACING
+        if not self._round:
+            self._last_flush = self.clock.seconds()
+            self._round, self._dirty = list(self._dirty), set()
+            self._round_writes = 0
+        todo = self._round
+        budget = FLUSH_SLICE
+        while todo and budget > 0:
+            writes, over = todo[-1].write_some(budget)
+            budget -= writes
+            self._round_writes += writes
+            if over:
+                todo.pop()
+        # A write may have scheduled a flush meanwhile (a watcher's next
+        # initial events): it is the one to move.
+        call = self._flush_call
+        if todo:
+            if call is None:
+                self._flush_call = self.clock.callLater(0, self._flush)
+            else:
+                call.reset(0)
+            return
+        cost = self._round_writes * WRITE_COST * FLUSH_SPACING
         self._flush_interval = min(MAX_FLUSH_INTERVAL, max(self._base_interval, cost))
+        if self._dirty:
+            delay = max(0.0, self._last_flush + self._flush_interval - self.clock.seconds())
+            if call is None:
+                self._flush_call = self.clock.callLater(delay, self._flush)
+            else:
+                call.reset(delay)

@@ -373,3 +373,29 @@ class WatchGroupTests(SynchronousTestCase):
         self.assertEqual(self.cache.groups, {})
         self.flush()
         self.assertEqual(self.cache.watchers, set())
+
+    def turn(self):
+        """Run the calls due now, but not those they schedule for now: one reactor turn."""
+        for call in [c for c in self.clock.getDelayedCalls()
+                     if c.getTime() <= self.clock.seconds()]:
+            self.clock.calls.remove(call)
+            call.called = 1
+            call.func(*call.args, **call.kw)
+
+    def test_large_round_spread_over_turns(self):
+        """A round of more than FLUSH_SLICE writes stops, and goes on at the next turn."""
+        self.patch(watchcache, "FLUSH_SLICE", 2)
+        sinks = [self.watcher()[1] for _ in range(5)]
+        self.write("a", "red")
+        self.turn()
+        self.assertEqual(sum(sink.writes for sink in sinks), 2)
+        self.write("b", "red")          # logged in the middle of the round
+        self.turn()
+        self.assertEqual(sum(sink.writes for sink in sinks), 4)
+        self.turn()
+        self.assertEqual([sink.writes for sink in sinks].count(0), 0)
+        self.flush()
+        for sink in sinks:
+            self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
+        group, = self.cache.groups.values()
+        self.assertEqual(group.frames, [])

@@ -92,6 +92,8 @@ class WatchResponse:
         request.setHeader(b"cache-control", b"no-cache, private")
         request.registerProducer(self, True)
         request.write(b"")   # headers now: clients wait for them before reading events
+        #: Whether the body is sent in chunks (HTTP/1.1), which L{write} frames.
+        self._chunked = bool(request.chunked)
         request.notifyFinish().addBoth(self._gone)
 
     def attach(self, watcher, timeout):
@@ -102,11 +104,28 @@ class WatchResponse:
     # sink, as the cache's watchers use it
 
     def write(self, data, frames=1):
-        """C{data} holds C{frames} whole frames."""
-        if not self.closed:
-            self.request.write(data)
-            if self.events is not None:
-                self.events.value += frames
+        """
+        C{data} holds C{frames} whole frames.
+
+        The chunk is framed here and its parts handed to the connection as
+        they are: twisted.web would join them into a copy of C{data} per
+        watcher, where watchers at one place in a stream are given one
+        C{data} (L{orchd.storage.watchcache}), held once however many
+        connections have it queued.
+        """
+        if self.closed or not data:
+            return
+        request = self.request
+        if self._chunked and not request.finished:
+            request.sentLength += len(data)
+            channel = request.channel
+            channel.write(b"%x\r\n" % len(data))
+            channel.write(data)
+            channel.write(b"\r\n")
+        else:
+            request.write(data)
+        if self.events is not None:
+            self.events.value += frames
 
     def finish(self):
         if self.closed:
