@@ -145,7 +145,10 @@ def watch_round(orchd, args, body_path=None):
     argv = ["node", os.path.join(HERE, "watchload.js"), "--url", orchd.url,
             "--namespace", "bench-watch", "--watchers", str(args.watchers),
             "--rate", str(args.rate), "--secs", str(args.watch_secs),
-            "--idle", str(WATCH_IDLE_SECS), "--cert", orchd.cert, "--key", orchd.key]
+            "--idle", str(WATCH_IDLE_SECS), "--cert", orchd.cert, "--key", orchd.key,
+            # The writes wait for every watch to be open: 10,000 TLS
+            # handshakes take a minute or more on a busy machine.
+            "--open-timeout", str(max(60, args.watchers // 25))]
     if body_path:
         argv += ["--body", body_path]
     pid = orchd.process.pid  # twistd -n runs in this process (taskset execs it)
@@ -569,7 +572,8 @@ def print_report(report):
               f"orchd RSS {w['rss_start_mb']:.0f} MB before, peak {w['rss_peak_mb']:.0f} MB, "
               f"end {w['rss_end_mb']:.0f} MB; "
               f"load CPU {w['load_cpu']:.2f} cores")
-        print(f"       orchd RSS with the watches open and idle {w['rss_idle_mb']:.0f} MB "
+        print(f"       watches opened in {fmt(w['open_seconds'])} s; "
+              f"orchd RSS with the watches open and idle {w['rss_idle_mb']:.0f} MB "
               f"({fmt(w['idle_watcher_kb'])} KB a watcher); orchd CPU over the writes "
               f"{w['server_cores'] or 0:.2f} cores, {fmt(w['server_us_per_event'])} us an event "
               f"delivered"
