@@ -16,9 +16,11 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
 (the first stopped), each for --rounds rounds:
 
 - watch: --watchers watches on the config maps of one namespace while
-  --rate creates/s of ~2 KB config maps run for --watch-secs (watchload.js):
-  delay from each 201 to each watcher's ADDED event (p50, p99), events
-  missed, watchers failed, and orchd's RSS during the run;
+  --rate creates/s of ~2 KB config maps (--watch-object-bytes: another size)
+  run for --watch-secs (watchload.js): delay from each 201 to each watcher's
+  ADDED event (p50, p99), events missed, watchers failed, orchd's RSS during
+  the run and with the watches open and idle (per watcher), and orchd's CPU
+  per event delivered;
 - pages: LIST of --page-objects config maps in --page-limit pages with
   continue tokens, --page-passes full passes a round on one keep-alive
   connection: per-page latency (p50, p99, max) and seconds per pass.
