@@ -16,9 +16,11 @@ Two cases have no floor. They run after those rounds on a second, fresh orchd
 (the first stopped), each for --rounds rounds:
 
 - watch: --watchers watches on the config maps of one namespace while
-  --rate creates/s of ~2 KB config maps run for --watch-secs (watchload.js):
-  delay from each 201 to each watcher's ADDED event (p50, p99), events
-  missed, watchers failed, and orchd's RSS during the run;
+  --rate creates/s of ~2 KB config maps (--watch-object-bytes: another size)
+  run for --watch-secs (watchload.js): delay from each 201 to each watcher's
+  ADDED event (p50, p99), events missed, watchers failed, orchd's RSS during
+  the run and with the watches open and idle (per watcher), and orchd's CPU
+  per event delivered;
 - pages: LIST of --page-objects config maps in --page-limit pages with
   continue tokens, --page-passes full passes a round on one keep-alive
   connection: per-page latency (p50, p99, max) and seconds per pass.
@@ -97,6 +99,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -127,30 +130,82 @@ SMOKE = dict(rounds=1, secs=1, objects=50, watchers=5, rate=20, watch_secs=2,
              replicas=5, jobs=5, start_runs=1, namespaces=5)
 
 
-def watch_round(orchd, args):
+#: Seconds the watches stay open and idle before the writes, for the RSS
+#: (and so the memory per idle watcher) to be read.
+WATCH_IDLE_SECS = 2.0
+
+
+def watch_round(orchd, args, body_path=None):
     """
     One run of watchload.js against orchd, with orchd's RSS sampled every
-    0.25 s meanwhile: its JSON result plus rss_start_mb, rss_peak_mb (the
-    largest sample) and rss_end_mb (once the load has closed its watches).
+    0.25 s meanwhile: its JSON result plus rss_start_mb, rss_idle_mb (every
+    watch open, before the writes), idle_watcher_kb (the difference per
+    watcher), rss_peak_mb (the largest sample), rss_end_mb (once the load
+    has closed its watches), and orchd's CPU over the writes and the drain
+    (server_cpu_s, server_cores, server_us_per_event: per event received).
     """
     argv = ["node", os.path.join(HERE, "watchload.js"), "--url", orchd.url,
             "--namespace", "bench-watch", "--watchers", str(args.watchers),
             "--rate", str(args.rate), "--secs", str(args.watch_secs),
-            "--cert", orchd.cert, "--key", orchd.key]
+            "--idle", str(WATCH_IDLE_SECS), "--cert", orchd.cert, "--key", orchd.key,
+            # The writes wait for every watch to be open: 10,000 TLS
+            # handshakes take a minute or more on a busy machine.
+            "--open-timeout", str(max(60, args.watchers // 25))]
+    if body_path:
+        argv += ["--body", body_path]
     pid = orchd.process.pid  # twistd -n runs in this process (taskset execs it)
     start = rss_mb(pid)
     samples = [start]
+    marks = {}      # phase -> (time, orchd's CPU seconds, RSS)
+    errors = []
+
+    def phases(stream):
+        for line in stream:
+            phase = line.strip()
+            if phase in ("open", "writing", "drained"):
+                marks[phase] = (time.monotonic(), cpu_seconds(pid), rss_mb(pid))
+            else:
+                errors.append(line)
+
     load = subprocess.Popen(pinned(1, argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+    reader = threading.Thread(target=phases, args=(load.stderr,), daemon=True)
+    reader.start()
     while load.poll() is None:
         samples.append(rss_mb(pid))
         time.sleep(0.25)
-    out, err = load.communicate()
+    out = load.stdout.read()
+    reader.join()
     if load.returncode != 0:
-        raise SystemExit(f"watchload.js failed ({load.returncode}): {err.strip()}")
+        raise SystemExit(f"watchload.js failed ({load.returncode}): {''.join(errors).strip()}")
     run = json.loads(out.strip().splitlines()[-1])
     run.update(rss_start_mb=start, rss_peak_mb=max(filter(None, samples)), rss_end_mb=rss_mb(pid))
+    if "writing" in marks:
+        idle = marks["writing"][2]
+        run.update(rss_idle_mb=idle,
+                   idle_watcher_kb=round((idle - start) * 1024 / max(1, args.watchers), 1))
+    if "writing" in marks and "drained" in marks:
+        (t0, cpu0, _), (t1, cpu1, _) = marks["writing"], marks["drained"]
+        run.update(server_cpu_s=round(cpu1 - cpu0, 2),
+                   server_cores=round((cpu1 - cpu0) / max(t1 - t0, 1e-6), 2),
+                   server_us_per_event=round((cpu1 - cpu0) * 1e6 / max(1, run["events_received"]),
+                                             1))
     return run
+
+
+def watch_body(workdir, size):
+    """
+    The path of a config map of about C{size} bytes as JSON (one data value
+    filling what the rest leaves), or None for watchload.js's own ~2 KB.
+    """
+    if size is None:
+        return None
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {"v": ""}}
+    obj["data"]["v"] = "v" * max(0, size - len(json.dumps(obj, separators=(",", ":"))))
+    path = os.path.join(workdir, f"watch-body-{size}.json")
+    with open(path, "w") as f:
+        json.dump(obj, f, separators=(",", ":"))
+    return path
 
 
 def summarize_watch(runs):
@@ -161,7 +216,7 @@ def summarize_watch(runs):
             failures[reason] = failures.get(reason, 0) + n
 
     def median(key):
-        values = [r[key] for r in runs if r[key] is not None]
+        values = [r[key] for r in runs if r.get(key) is not None]
         return round(statistics.median(values), 3) if values else None
 
     return {
@@ -188,6 +243,10 @@ def summarize_watch(runs):
         "rss_peak_mb": round(max(r["rss_peak_mb"] for r in runs), 1),
         "rss_end_mb": round(runs[-1]["rss_end_mb"] or 0, 1),
         "load_cpu": max(r["load_cpu"] for r in runs),
+        "rss_idle_mb": round(max(r.get("rss_idle_mb") or 0 for r in runs), 1),
+        "idle_watcher_kb": median("idle_watcher_kb"),
+        "server_cores": median("server_cores"),
+        "server_us_per_event": median("server_us_per_event"),
     }
 
 
@@ -266,6 +325,8 @@ def main():
     parser.add_argument("--watchers", type=int, default=1000)
     parser.add_argument("--rate", type=float, default=100, help="creates/s in the watch case")
     parser.add_argument("--watch-secs", type=float, default=20)
+    parser.add_argument("--watch-object-bytes", type=int, default=None,
+                        help="size of the watch case's config maps (default: the ~2 KB body)")
     parser.add_argument("--page-objects", type=int, default=50000)
     parser.add_argument("--page-limit", type=int, default=500)
     parser.add_argument("--page-passes", type=int, default=3, help="full passes a round")
@@ -413,12 +474,14 @@ def own_cases(workdir, args, selected, template, report):
     orchd = Orchd(workdir)
     try:
         if "watch" in selected:
+            body_path = watch_body(workdir, args.watch_object_bytes)
             runs = []
             for round_number in range(args.rounds):
                 print(f"watch {round_number + 1}/{args.rounds}: {args.watchers} watchers, "
                       f"{args.rate:g} creates/s for {args.watch_secs:g}s", file=sys.stderr)
-                runs.append(watch_round(orchd, args))
-            report.update(watchers=args.watchers, rate=args.rate, watch_secs=args.watch_secs)
+                runs.append(watch_round(orchd, args, body_path))
+            report.update(watchers=args.watchers, rate=args.rate, watch_secs=args.watch_secs,
+                          watch_object_bytes=args.watch_object_bytes)
             report["watch"] = summarize_watch(runs)
         if "pages" in selected:
             print(f"setup: creating {args.page_objects} objects to page through ...",
@@ -511,6 +574,13 @@ def print_report(report):
               f"orchd RSS {w['rss_start_mb']:.0f} MB before, peak {w['rss_peak_mb']:.0f} MB, "
               f"end {w['rss_end_mb']:.0f} MB; "
               f"load CPU {w['load_cpu']:.2f} cores")
+        print(f"       watches opened in {fmt(w['open_seconds'])} s; "
+              f"orchd RSS with the watches open and idle {w['rss_idle_mb']:.0f} MB "
+              f"({fmt(w['idle_watcher_kb'])} KB a watcher); orchd CPU over the writes "
+              f"{w['server_cores'] or 0:.2f} cores, {fmt(w['server_us_per_event'])} us an event "
+              f"delivered"
+              + (f"; objects of {report['watch_object_bytes']} bytes"
+                 if report.get("watch_object_bytes") else ""))
     if "encoding" in report:
         e = report["encoding"]
         print("encoding (16 connections):" + "".join(

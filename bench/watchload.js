@@ -14,6 +14,11 @@
 //        [--inflight 32]    (most POSTs outstanding; past it, due writes wait)
 //        [--open 50]        (most watch requests being opened at once)
 //        [--open-timeout 60] [--drain 5]  (seconds)
+//        [--idle 0]         (seconds the open watches wait before the writes)
+// Phases are announced on stderr, one line each when reached: "open" (every
+// watch opened), "writing" (after --idle) and "drained" (the last events in),
+// so that a caller can measure the server at each (run.py: RSS with idle
+// watchers, CPU over the writes).
 // The namespace is created if missing. A watcher fails on a non-200 answer, a
 // socket error, an ERROR event or its stream ending before the run does.
 'use strict';
@@ -36,6 +41,7 @@ const maxInflight = parseInt(args.inflight || '32', 10);
 const openConcurrency = parseInt(args.open || '50', 10);
 const openTimeout = parseFloat(args['open-timeout'] || '60') * 1000;
 const drain = parseFloat(args.drain || '5') * 1000;
+const idle = parseFloat(args.idle || '0') * 1000;
 const collection = `/api/v1/namespaces/${namespace}/configmaps`;
 // Unique per run, so earlier runs' objects in the namespace never match.
 const prefix = `wl-${process.pid}-${Date.now().toString(36)}-`;
@@ -395,6 +401,9 @@ async function main() {
   const t0 = performance.now();
   await openAll(rv);
   const openSeconds = (performance.now() - t0) / 1000;
+  process.stderr.write('open\n');
+  if (idle > 0) await new Promise((r) => setTimeout(r, idle));
+  process.stderr.write('writing\n');
 
   const cpu0 = process.cpuUsage();
   const w0 = performance.now();
@@ -402,6 +411,7 @@ async function main() {
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - w0;
   await waitDrain();
+  process.stderr.write('drained\n');
 
   finished = true;
   for (const w of watchers) if (w.req) w.req.destroy();

@@ -194,7 +194,15 @@ class ResourceReads:
         if (label_selector is None or label_selector.empty) and \
                 (field_selector is None or field_selector.empty):
             return _everything
-        return lambda obj: self._selected(obj, label_selector, field_selector)
+
+        def selected(obj):
+            return self._selected(obj, label_selector, field_selector)
+
+        # Equal for equal selectors of this reader: their watchers share
+        # the filtering of each change (see orchd.storage.watchcache).
+        selected.key = (self, label_selector,
+                        field_selector.requirements if field_selector is not None else None)
+        return selected
 
     def _selected(self, obj, label_selector, field_selector):
         meta = obj["metadata"]

@@ -3,11 +3,16 @@
 One in-memory watch cache per resource: current state, recent history, fan-out.
 
 The cache lists its resource once, then follows the store's watch. Every
-change is decoded and encoded once, however many clients watch; each
-client (a L{CacheWatcher}) filters what it wants into its own bounded
-queue, which a writer drains at the pace the client reads. A client that
-stops reading is dropped once its queue passes a bound, so it never holds
-up the others or the server's memory.
+change is decoded and encoded once, however many clients watch. Clients
+(L{CacheWatcher}s) that ask for the same thing -- one namespace, one
+selector, one format -- form a group (L{_Group}) that filters and frames
+each change once into a log they share, each member with a cursor into it:
+a change costs the same for ten thousand like watchers as for one, and a
+flush writes each member what lies past its cursor in one write, the bytes
+joined once for all the members at one cursor (nearly all of them). A
+client drains at the pace it reads; one that stops reading is dropped once
+it is a bound behind, so it never holds up the others or the server's
+memory.
 
 The cache writes no frame itself: each watcher has the encoder of the
 format its client negotiated (an L{IWatchEncoder}), which the cache hands
@@ -45,6 +50,9 @@ FLUSH_INTERVAL = 0.02
 WRITE_COST = 60e-6
 FLUSH_SPACING = 2.0
 MAX_FLUSH_INTERVAL = 0.1
+#: A round of writes stops for other work after about this many writes,
+#: and goes on at the next turn of the reactor.
+FLUSH_SLICE = 500
 #: Watchers that allow bookmarks get one at least this often.
 BOOKMARK_INTERVAL = 55.0
 #: How long a read "not older than" a future revision waits for it.
@@ -104,21 +112,174 @@ def _decode(value, revision):
     return obj
 
 
+def _frame_of(event, selected, encoder):
+    """
+    The frame C{event} means for watchers with C{selected} and C{encoder}
+    (shared through C{event.frames}), or None when it means nothing to them.
+    """
+    if event.type == ADDED:
+        kind = ADDED if selected(event.obj) else None
+    elif event.type == MODIFIED:
+        now = selected(event.obj)
+        before = event.prev is not None and selected(event.prev)
+        # Leaving the selection reads as a deletion, with the old content.
+        kind = (MODIFIED if before else ADDED) if now else ("LEFT" if before else None)
+    else:
+        kind = DELETED if selected(event.obj) else None
+    if kind is None:
+        return None
+    key = (kind, encoder.key)
+    frame = event.frames.get(key)
+    if frame is None:
+        frame = event.frames[key] = encoder.event(
+            DELETED if kind == "LEFT" else kind, event.prev if kind == "LEFT" else event.obj)
+    return frame
+
+
+class _Group:
+    """
+    The watchers of one cache that are sent the same frames: one prefix, one
+    selector, one format.
+
+    Each change is filtered and framed once into C{frames}, a log the
+    members share; a member's C{cursor} is the position in the log of the
+    first frame it has not been given. The log is trimmed to the slowest
+    member at each flush.
+    """
+
+    __slots__ = ("cache", "key", "prefix", "selected", "encoder", "members",
+                 "frames", "revisions", "base", "ends", "total", "last_revision", "_joined",
+                 "_round")
+
+    def __init__(self, cache, key, prefix, selected, encoder):
+        self.cache = cache
+        self.key = key
+        self.prefix = prefix
+        self.selected = selected
+        self.encoder = encoder
+        #: Members in the order they joined (a dict as an ordered set).
+        self.members = {}
+        self.frames = []
+        #: The revision of each frame's change.
+        self.revisions = []
+        #: The log position of C{frames[0]}.
+        self.base = 0
+        #: C{ends[i]}: the bytes logged up to the end of C{frames[i]},
+        #: counted from the first frame ever logged.
+        self.ends = []
+        self.total = 0
+        self.last_revision = 0
+        #: The frames past a cursor, joined: C{cursor -> (bytes, count)},
+        #: forgotten whenever the log changes.
+        self._joined = {}
+        #: The members left to write in the round of writes under way.
+        self._round = None
+
+    @property
+    def end(self):
+        """The log position of the next frame."""
+        return self.base + len(self.frames)
+
+    def offer(self, event):
+        """Log the frame C{event} means for the members, if any."""
+        if not event.key.startswith(self.prefix):
+            return
+        self.last_revision = event.revision
+        frame = _frame_of(event, self.selected, self.encoder)
+        if frame is not None:
+            self.frames.append(frame)
+            self.revisions.append(event.revision)
+            self.total += len(frame)
+            self.ends.append(self.total)
+            if self._joined:
+                self._joined = {}
+            self.cache.schedule_flush(self)
+
+    def since(self, cursor):
+        """C{(bytes, count)}: the frames from log position C{cursor} on, joined."""
+        if cursor >= self.end:
+            return b"", 0
+        joined = self._joined.get(cursor)
+        if joined is None:
+            frames = self.frames[cursor - self.base:]
+            joined = self._joined[cursor] = (b"".join(frames), len(frames))
+        return joined
+
+    def bytes_since(self, cursor):
+        """How many bytes of frames lie from log position C{cursor} on."""
+        at = cursor - self.base
+        if at >= len(self.frames):
+            return 0
+        return self.total - (self.ends[at - 1] if at else self.ends[0] - len(self.frames[0]))
+
+    def flush(self):
+        """
+        Write each member what it has not been given; drop the members that
+        cannot take it and are too far behind. Returns the writes made.
+        """
+        return self.write_some(float("inf"))[0]
+
+    def write_some(self, budget):
+        """
+        Go on with the round of writes to the members (starting one if none
+        is under way) for at most about C{budget} writes: C{(writes made,
+        whether the round is over)}. A round of many members is so spread
+        over several turns of the reactor, with requests served between.
+        """
+        if self._round is None:
+            self._round = iter(list(self.members))
+        writes = 0
+        for member in self._round:
+            if member.stopped or (member.cursor >= self.end and not member.queue
+                                  and member._pending_snapshot is None):
+                continue
+            if member.paused or member._pending_snapshot is not None:
+                # It writes when it can (resumed, or its initial events
+                # produced), unless it is too far behind by then.
+                if self.bytes_since(member.cursor) + member.queued_bytes > MAX_QUEUED_BYTES:
+                    self.cache.drop(member, "the client is not reading its watch fast enough")
+                continue
+            writes += member.flush()
+            if writes >= budget:
+                return writes, False
+        self._round = None
+        self.trim()
+        return writes, True
+
+    def trim(self):
+        """Forget the frames every member has been given."""
+        low = min((member.cursor for member in self.members), default=self.end)
+        drop = low - self.base
+        if drop > 0:
+            del self.frames[:drop]
+            del self.revisions[:drop]
+            del self.ends[:drop]
+            self.base = low
+            self._joined = {}
+
+
 class CacheWatcher:
     """
     One client's view of a cache: its filter, its start, and its queue.
 
+    Changes reach it through its L{_Group}'s shared log; its own queue
+    holds what is its alone, in order before the log's frames from its
+    cursor on: the history it resumed from, its initial events, bookmarks
+    and the ending error.
+
     @param prefix: only keys under it (a namespace) are delivered.
-    @param selected: C{selected(obj) -> bool}, the client's selectors.
+    @param selected: C{selected(obj) -> bool}, the client's selectors; its
+        C{key} attribute, when it has one, is equal for selectors that select
+        the same objects (so that their watchers share a group).
     @param encoder: the L{IWatchEncoder} of the client's format; frames of
         one change are shared between watchers through C{encoder.key}.
-    @param sink: what frames are written to: C{write(bytes)}, C{finish()}
-        and C{drop(reason)}.
+    @param sink: what frames are written to: C{write(bytes, frames)},
+        C{finish()} and C{drop(reason)}.
     """
 
     __slots__ = ("cache", "prefix", "selected", "encoder", "sink", "after", "queue", "later",
                  "queued_bytes", "paused", "stopped", "bookmarks", "_pending_snapshot",
-                 "last_revision")
+                 "_last_revision", "group", "cursor", "_ahead")
 
     def __init__(self, cache, prefix, selected, encoder, sink, after, bookmarks):
         self.cache = cache
@@ -134,42 +295,41 @@ class CacheWatcher:
         self.paused = False
         self.stopped = False
         self._pending_snapshot = None
-        self.last_revision = after
+        self._last_revision = after
+        self.group = None
+        self.cursor = 0
+        #: Set while the watcher starts past the changes its group has
+        #: logged: the log's frames up to C{after} are not for it.
+        self._ahead = False
+
+    @property
+    def last_revision(self):
+        """The revision of the latest change this watcher has been offered."""
+        group = self.group
+        if group is not None and group.last_revision > self._last_revision:
+            return group.last_revision
+        return self._last_revision
+
+    def group_key(self):
+        """What watchers sent the same frames as this one have equal."""
+        return (self.prefix, getattr(self.selected, "key", self.selected), self.encoder.key)
 
     # -- what to send -------------------------------------------------------
 
     def offer(self, event):
-        """Queue the frame C{event} means for this watcher, if any."""
+        """Queue the frame C{event} means for this watcher alone, if any (history)."""
         if event.revision <= self.after or not event.key.startswith(self.prefix):
             return
-        self.last_revision = event.revision
-        if event.type == ADDED:
-            if self.selected(event.obj):
-                self._push(self._frame(ADDED, event, event.obj))
-        elif event.type == MODIFIED:
-            now = self.selected(event.obj)
-            before = event.prev is not None and self.selected(event.prev)
-            if now:
-                self._push(self._frame(MODIFIED if before else ADDED, event, event.obj))
-            elif before:
-                # Leaving the selection reads as a deletion, with the old content.
-                self._push(self._frame("LEFT", event, event.prev))
-        elif self.selected(event.obj):
-            self._push(self._frame(DELETED, event, event.obj))
-
-    def _frame(self, kind, event, obj):
-        key = (kind, self.encoder.key)
-        frame = event.frames.get(key)
-        if frame is None:
-            frame = event.frames[key] = self.encoder.event(
-                DELETED if kind == "LEFT" else kind, obj)
-        return frame
+        self._last_revision = max(self._last_revision, event.revision)
+        frame = _frame_of(event, self.selected, self.encoder)
+        if frame is not None:
+            self._push(frame)
 
     def send_initial(self, snapshot, revision, end_bookmark):
         """Queue ADDED for every selected object of C{snapshot}, lazily, then maybe a bookmark."""
         self._pending_snapshot = (iter(snapshot), revision, end_bookmark)
         self.after = max(self.after, revision)
-        self.last_revision = max(self.last_revision, revision)
+        self._last_revision = max(self._last_revision, revision)
         self.cache.schedule_flush(self)
 
     def send_bookmark(self):
@@ -185,7 +345,16 @@ class CacheWatcher:
             return
         # Changes that happen while initial events are still being produced
         # wait behind them.
-        (self.later if self._pending_snapshot is not None else self.queue).append(frame)
+        target = self.later if self._pending_snapshot is not None else self.queue
+        group = self.group
+        if self._ahead:
+            self._skip_to_start()
+        if group is not None and self.cursor < group.end:
+            # The log's frames up to now come before this one.
+            self.queued_bytes += group.bytes_since(self.cursor)
+            target.extend(group.frames[self.cursor - group.base:])
+            self.cursor = group.end
+        target.append(frame)
         self.queued_bytes += len(frame)
         if self.queued_bytes > MAX_QUEUED_BYTES:
             self.cache.drop(self, "the client is not reading its watch fast enough")
@@ -195,19 +364,62 @@ class CacheWatcher:
     # -- writing ------------------------------------------------------------
 
     def flush(self):
-        """Write what is queued, unless the client's connection is full."""
+        """
+        Write what is queued and what the group logged past the cursor, in
+        one write, unless the client's connection is full. Returns the
+        writes made (0 or 1).
+        """
         if self.stopped or self.paused:
-            return
+            return 0
         if self._pending_snapshot is not None:
             self._fill_from_snapshot()
-        if self.queue:
-            frames = len(self.queue)
-            data = b"".join(self.queue)
-            self.queue.clear()
+        shared, count = b"", 0
+        group = self.group
+        if self._ahead:
+            self._skip_to_start()
+        if group is not None and self._pending_snapshot is None and self.cursor < group.end:
+            shared, count = group.since(self.cursor)
+            self.cursor = group.end
+        queue = self.queue
+        if queue:
+            count += len(queue)
+            if shared:
+                queue.append(shared)
+            data = b"".join(queue)
+            queue.clear()
             self.queued_bytes = sum(len(frame) for frame in self.later) if self.later else 0
-            self.sink.write(data, frames)
-        if self._pending_snapshot is not None and not self.paused:
+        else:
+            data = shared
+        if data:
+            self.sink.write(data, count)
+        if self._pending_snapshot is not None and not self.paused and not self.stopped:
             self.cache.schedule_flush(self)
+        return 1 if data else 0
+
+    def write_some(self, budget):
+        """L{flush}, as a round of writes of one: C{(writes made, True)}."""
+        return self.flush(), True
+
+    def join(self, group):
+        """Take the changes C{group} logs from now on."""
+        self.group = group
+        self.cursor = group.end
+        # A start the cache has not reached (the store's revision is ahead
+        # of the cache's when the latest changes are to other resources).
+        self._ahead = self.after > self.cache.revision
+
+    def _skip_to_start(self):
+        """Step the cursor past the group's frames of changes up to C{after}."""
+        group = self.group
+        if group is None:
+            self._ahead = False
+            return
+        revisions, base, after = group.revisions, group.base, self.after
+        end = group.end
+        while self.cursor < end and revisions[self.cursor - base] <= after:
+            self.cursor += 1
+        if group.last_revision >= after:
+            self._ahead = False
 
     def _fill_from_snapshot(self, budget=256 * 1024):
         """Turn part of the initial snapshot into frames, a bounded amount per turn."""
@@ -294,12 +506,17 @@ class WatchCache:
         self.history = deque(maxlen=history or HISTORY)
         self.oldest = 0
         self.watchers = set()
+        #: The L{_Group}s of the watchers, by L{CacheWatcher.group_key}.
+        self.groups = {}
         self.subscriptions = set()
         self.ready = Deferred()
         self._awaiting_follow = []
         self._subscription = None
         self._base_interval = self._flush_interval = flush_interval
         self._dirty = set()
+        #: The writers left in the round of writes under way, and its writes.
+        self._round = []
+        self._round_writes = 0
         self._flush_call = None
         self._last_flush = -1.0
         self._stopped = False
@@ -428,8 +645,8 @@ class WatchCache:
                 self.oldest = self.history[0].revision
             self.history.append(cached)
             self.revision = event.revision
-            for watcher in list(self.watchers):
-                watcher.offer(cached)
+            for group in list(self.groups.values()):
+                group.offer(cached)
             applied.append(cached)
         # The followers share the objects the watchers decoded (an informer
         # with a keep function reads the event's object instead of decoding
@@ -476,8 +693,19 @@ class WatchCache:
         return revision >= self.oldest
 
     def add_watcher(self, watcher):
-        """Register C{watcher} and queue the history it missed since C{watcher.after}."""
+        """
+        Register C{watcher} in its group and queue the history it missed
+        since C{watcher.after}; the group gives it every change after the
+        cache's revision.
+        """
         self.watchers.add(watcher)
+        key = watcher.group_key()
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = _Group(self, key, watcher.prefix, watcher.selected,
+                                              watcher.encoder)
+        group.members[watcher] = None
+        watcher.join(group)
         for event in self.history:
             if event.revision > watcher.after:
                 watcher.offer(event)
@@ -505,6 +733,14 @@ class WatchCache:
     def forget(self, watcher):
         self.watchers.discard(watcher)
         self._dirty.discard(watcher)
+        group = watcher.group
+        if group is not None:
+            watcher.group = None
+            group.members.pop(watcher, None)
+            if not group.members:
+                self._dirty.discard(group)
+                if self.groups.get(group.key) is group:
+                    del self.groups[group.key]
 
     def drop(self, watcher, reason):
         """End a watcher's stream at once (slow reader, shutdown)."""
@@ -522,9 +758,12 @@ class WatchCache:
         watcher.stop()
         watcher.sink.finish()
 
-    def schedule_flush(self, watcher):
-        """Write a watcher's frames soon, coalescing bursts into one write."""
-        self._dirty.add(watcher)
+    def schedule_flush(self, writer):
+        """
+        Write the frames of C{writer} (a watcher, or a group for all its
+        members) soon, coalescing bursts into one write per watcher.
+        """
+        self._dirty.add(writer)
         if self._flush_call is not None and self._flush_call.active():
             return
         now = self.clock.seconds()
@@ -532,10 +771,38 @@ class WatchCache:
         self._flush_call = self.clock.callLater(delay, self._flush)
 
     def _flush(self):
+        """
+        Go on with the round of writes under way, or start one with the
+        writers that have frames; a round of more than L{FLUSH_SLICE} writes
+        goes on at the next turn of the reactor.
+        """
         self._flush_call = None
-        self._last_flush = self.clock.seconds()
-        dirty, self._dirty = self._dirty, set()
-        for watcher in dirty:
-            watcher.flush()
-        cost = len(dirty) * WRITE_COST * FLUSH_SPACING
+        if not self._round:
+            self._last_flush = self.clock.seconds()
+            self._round, self._dirty = list(self._dirty), set()
+            self._round_writes = 0
+        todo = self._round
+        budget = FLUSH_SLICE
+        while todo and budget > 0:
+            writes, over = todo[-1].write_some(budget)
+            budget -= writes
+            self._round_writes += writes
+            if over:
+                todo.pop()
+        # A write may have scheduled a flush meanwhile (a watcher's next
+        # initial events): it is the one to move.
+        call = self._flush_call
+        if todo:
+            if call is None:
+                self._flush_call = self.clock.callLater(0, self._flush)
+            else:
+                call.reset(0)
+            return
+        cost = self._round_writes * WRITE_COST * FLUSH_SPACING
         self._flush_interval = min(MAX_FLUSH_INTERVAL, max(self._base_interval, cost))
+        if self._dirty:
+            delay = max(0.0, self._last_flush + self._flush_interval - self.clock.seconds())
+            if call is None:
+                self._flush_call = self.clock.callLater(delay, self._flush)
+            else:
+                call.reset(delay)

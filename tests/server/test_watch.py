@@ -240,3 +240,19 @@ class SlowClientTests(SynchronousTestCase):
         stream.pump()
         self.assertEqual(cache.watchers, set())
         self.assertTrue(watcher.stopped)
+
+
+class SharedFanOutTests(SynchronousTestCase):
+    def test_like_watches_share_a_group(self):
+        """Watches with equal selectors share one group; another selector has its own."""
+        api = APIHarness()
+        cache = api.catalog.caches["/registry/configmaps/"]
+        web = [Stream(api, CM + "?watch=true&labelSelector=app%3Dweb") for _ in range(3)]
+        other = Stream(api, CM + "?watch=true&labelSelector=app%3Ddb")
+        self.assertEqual(len(cache.groups), 2)
+        api.call("POST", CM, {"metadata": {"name": "w", "labels": {"app": "web"}}})
+        api.call("POST", CM, {"metadata": {"name": "d", "labels": {"app": "db"}}})
+        for stream in web:
+            self.assertEqual(stream.summary(), [("ADDED", "w")])
+        self.assertEqual(other.summary(), [("ADDED", "d")])
+        self.assertEqual(b"".join(web[0].chunks), b"".join(web[2].chunks))

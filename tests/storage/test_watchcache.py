@@ -187,3 +187,215 @@ class WatchCacheEncoderTests(SynchronousTestCase):
         self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ERROR:CompactedError"])
         self.assertEqual(sink.ended, "finished")
         self.assertIsInstance(self.calls[-1][2], CompactedError)
+
+
+class CountingSink(Sink):
+    """A sink that also counts its writes and the frames it was told of."""
+
+    def __init__(self):
+        super().__init__()
+        self.writes = 0
+        self.told = 0
+
+    def write(self, data, frames=1):
+        super().write(data, frames)
+        self.writes += 1
+        self.told += frames
+
+
+def everything(obj):
+    return True
+
+
+def red_only(calls):
+    """A selector of red things that counts its calls, with a key as reading.selector's."""
+
+    def selected(obj):
+        calls.append(obj["metadata"]["name"])
+        return obj["colour"] == "red"
+
+    selected.key = "colour=red"
+    return selected
+
+
+class WatchGroupTests(SynchronousTestCase):
+    def setUp(self):
+        self.clock = Clock()
+        self.store = MemoryStore()
+        self.cache = WatchCache(self.store, PREFIX, self.clock, history=100)
+        self.addCleanup(self.cache.stop)
+        self.calls = []
+        self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
+
+    def write(self, name, colour):
+        key = PREFIX + name
+        current = self.successResultOf(self.store.get(key))
+        if current is None:
+            return self.successResultOf(self.store.create(key, thing(name, colour)))
+        return self.successResultOf(self.store.update(key, thing(name, colour),
+                                                      current.mod_revision))
+
+    def watcher(self, selected=None, after=None, key="fmt", bookmarks=False):
+        sink = CountingSink()
+        watcher = CacheWatcher(self.cache, PREFIX, selected or everything,
+                               RecordingEncoder(key, self.calls), sink,
+                               self.cache.revision if after is None else after, bookmarks)
+        self.cache.add_watcher(watcher)
+        return watcher, sink
+
+    def flush(self):
+        self.clock.advance(watchcache.MAX_FLUSH_INTERVAL)
+
+    def test_like_watchers_filter_each_change_once(self):
+        """Watchers with equal selectors and format share one group: a change is filtered once."""
+        selector_calls = []
+        sinks = [self.watcher(red_only(selector_calls))[1] for _ in range(50)]
+        self.write("a", "red")
+        self.write("b", "blue")
+        self.flush()
+        self.assertEqual(len(self.cache.groups), 1)
+        self.assertEqual(selector_calls, ["a", "b"])
+        for sink in sinks:
+            self.assertEqual(sink.frames(), ["fmt:ADDED:a"])
+
+    def test_one_write_per_flush(self):
+        """The changes between two flushes reach each watcher in one write, counted whole."""
+        sinks = [self.watcher()[1] for _ in range(3)]
+        for name in ("a", "b", "c"):
+            self.write(name, "red")
+        self.flush()
+        for sink in sinks:
+            self.assertEqual((sink.writes, sink.told), (1, 3))
+            self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ADDED:b", "fmt:ADDED:c"])
+
+    def test_other_selectors_other_groups(self):
+        """Watchers with other selectors or formats are in other groups and get their frames."""
+        _, everything = self.watcher()
+        _, red = self.watcher(red_only([]))
+        _, other_format = self.watcher(key="pb")
+        self.write("a", "blue")
+        self.write("b", "red")
+        self.flush()
+        self.assertEqual(len(self.cache.groups), 3)
+        self.assertEqual(everything.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
+        self.assertEqual(red.frames(), ["fmt:ADDED:b"])
+        self.assertEqual(other_format.frames(), ["pb:ADDED:a", "pb:ADDED:b"])
+
+    def test_start_past_the_cache_skips_changes_up_to_it(self):
+        """A watcher starting past the cache's revision gets only the group's changes after it."""
+        _, early = self.watcher()
+        _, late = self.watcher(after=self.cache.revision + 2)
+        for name in ("a", "b", "c", "d"):
+            self.write(name, "red")
+        self.flush()
+        self.assertEqual(len(self.cache.groups), 1)
+        self.assertEqual(early.frames(), ["fmt:ADDED:a", "fmt:ADDED:b", "fmt:ADDED:c",
+                                          "fmt:ADDED:d"])
+        self.assertEqual(late.frames(), ["fmt:ADDED:c", "fmt:ADDED:d"])
+
+    def test_late_joiner_gets_history_then_the_group(self):
+        """A watcher resuming from an older revision gets the history it missed, then changes."""
+        first = self.write("a", "red")
+        self.write("b", "red")
+        _, sink = self.watcher(after=first.mod_revision)
+        self.write("c", "red")
+        self.flush()
+        self.assertEqual(sink.frames(), ["fmt:ADDED:b", "fmt:ADDED:c"])
+
+    def test_paused_watcher_keeps_its_place(self):
+        """A paused watcher gets, once resumed, what it missed in order; the others go on."""
+        paused, slow = self.watcher()
+        _, fast = self.watcher()
+        paused.pause()
+        self.write("a", "red")
+        self.flush()
+        self.write("b", "red")
+        self.flush()
+        self.assertEqual(slow.frames(), [])
+        self.assertEqual(fast.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
+        group, = self.cache.groups.values()
+        self.assertEqual(len(group.frames), 2)      # held for the paused watcher
+        paused.resume()
+        self.assertEqual(slow.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
+        self.write("c", "red")
+        self.flush()
+        self.assertEqual(group.frames, [])          # every member has had them
+        self.assertEqual(slow.frames()[-1], "fmt:ADDED:c")
+
+    def test_stuck_watcher_dropped(self):
+        """A paused watcher more than the bound behind is dropped; the others are not."""
+        self.patch(watchcache, "MAX_QUEUED_BYTES", 30)
+        stuck, dropped = self.watcher()
+        _, reading = self.watcher()
+        stuck.pause()
+        for name in ("a", "b", "c"):
+            self.write(name, "red")
+            self.flush()
+        self.assertEqual(dropped.ended, "the client is not reading its watch fast enough")
+        self.assertTrue(stuck.stopped)
+        self.assertIsNone(reading.ended)
+        self.assertEqual(len(reading.frames()), 3)
+        group, = self.cache.groups.values()
+        self.assertEqual(len(group.members), 1)
+
+    def test_bookmark_after_the_changes_before_it(self):
+        """A bookmark queued before a flush comes after the changes logged before it."""
+        watcher, sink = self.watcher(bookmarks=True)
+        written = self.write("a", "red")
+        watcher.send_bookmark()
+        self.write("b", "red")
+        self.flush()
+        self.assertEqual(sink.frames(), ["fmt:ADDED:a",
+                                         f"fmt:BOOKMARK:{written.mod_revision}:False",
+                                         "fmt:ADDED:b"])
+
+    def test_changes_during_initial_events_wait_behind_them(self):
+        """Changes logged while a watcher's initial events are produced come after them."""
+        self.write("a", "red")
+        watcher, sink = self.watcher(bookmarks=True)
+        snapshot, revision = self.cache.snapshot()
+        watcher.send_initial(snapshot, revision, True)
+        self.write("b", "red")
+        watcher.send_bookmark()
+        self.flush()
+        self.assertEqual(sink.frames(), ["fmt:ADDED:a", f"fmt:BOOKMARK:{revision}:True",
+                                         "fmt:ADDED:b",
+                                         f"fmt:BOOKMARK:{self.cache.revision}:False"])
+
+    def test_last_watcher_gone_removes_the_group(self):
+        """A group goes with its last member; its log with it."""
+        one, _ = self.watcher()
+        two, _ = self.watcher()
+        self.write("a", "red")
+        one.stop()
+        self.assertEqual(len(self.cache.groups), 1)
+        two.stop()
+        self.assertEqual(self.cache.groups, {})
+        self.flush()
+        self.assertEqual(self.cache.watchers, set())
+
+    def turn(self):
+        """Run the calls due now, but not those they schedule for now: one reactor turn."""
+        for call in [c for c in self.clock.getDelayedCalls()
+                     if c.getTime() <= self.clock.seconds()]:
+            self.clock.calls.remove(call)
+            call.called = 1
+            call.func(*call.args, **call.kw)
+
+    def test_large_round_spread_over_turns(self):
+        """A round of more than FLUSH_SLICE writes stops, and goes on at the next turn."""
+        self.patch(watchcache, "FLUSH_SLICE", 2)
+        sinks = [self.watcher()[1] for _ in range(5)]
+        self.write("a", "red")
+        self.turn()
+        self.assertEqual(sum(sink.writes for sink in sinks), 2)
+        self.write("b", "red")          # logged in the middle of the round
+        self.turn()
+        self.assertEqual(sum(sink.writes for sink in sinks), 4)
+        self.turn()
+        self.assertEqual([sink.writes for sink in sinks].count(0), 0)
+        self.flush()
+        for sink in sinks:
+            self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
+        group, = self.cache.groups.values()
+        self.assertEqual(group.frames, [])

@@ -14,6 +14,7 @@ import random
 
 from twisted.internet.interfaces import IPushProducer
 from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOProtocol
 from zope.interface import implementer
 
 from orchd.api.errors import FieldError, StatusError
@@ -71,6 +72,30 @@ def watch_options(scope, min_request_timeout):
     return WatchOptions(options, allow_bookmarks, send_initial, timeout)
 
 
+def chunk_writer(channel):
+    """
+    C{write(bytes)} for the chunks of a watch on C{channel}'s connection.
+
+    A TLS connection of twisted's (L{BufferingTLSTransport}) holds each
+    write for a call at the next reactor turn, so that small writes go out
+    together; the watch cache already gathers a watcher's frames into one
+    write per flush, and that call, among the timers of thousands of open
+    watches, costs about as much again as the encryption of a frame. Its
+    chunks are encrypted at once instead, after anything the connection
+    still holds. Any other transport is written to as usual.
+    """
+    transport = channel.transport
+    aggregator = getattr(transport, "_aggregator", None)
+    if not isinstance(transport, TLSMemoryBIOProtocol) or aggregator is None:
+        return channel.write
+
+    def write(data):
+        aggregator.flush()
+        TLSMemoryBIOProtocol.write(transport, data)
+
+    return write
+
+
 @implementer(IPushProducer)
 class WatchResponse:
     """
@@ -92,6 +117,9 @@ class WatchResponse:
         request.setHeader(b"cache-control", b"no-cache, private")
         request.registerProducer(self, True)
         request.write(b"")   # headers now: clients wait for them before reading events
+        #: Where the chunks of the body go when it is sent in chunks (HTTP/1.1,
+        #: which L{write} frames), else None.
+        self._write_chunk = chunk_writer(request.channel) if request.chunked else None
         request.notifyFinish().addBoth(self._gone)
 
     def attach(self, watcher, timeout):
@@ -102,11 +130,25 @@ class WatchResponse:
     # sink, as the cache's watchers use it
 
     def write(self, data, frames=1):
-        """C{data} holds C{frames} whole frames."""
-        if not self.closed:
-            self.request.write(data)
-            if self.events is not None:
-                self.events.value += frames
+        """
+        C{data} holds C{frames} whole frames.
+
+        The chunk is framed here and written at once (L{chunk_writer}):
+        twisted.web would hand a copy of C{data} per watcher to the
+        connection, to be encrypted at the next turn, where watchers at one
+        place in a stream are given one C{data} (L{orchd.storage.watchcache});
+        thousands of copies were held at once.
+        """
+        if self.closed or not data:
+            return
+        request = self.request
+        if self._write_chunk is not None and not request.finished:
+            request.sentLength += len(data)
+            self._write_chunk(b"%x\r\n%b\r\n" % (len(data), data))
+        else:
+            request.write(data)
+        if self.events is not None:
+            self.events.value += frames
 
     def finish(self):
         if self.closed:
