@@ -21,7 +21,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
-from twisted.web.client import Agent, HTTPConnectionPool, readBody
+from twisted.web.client import Agent, HTTPConnectionPool, _HTTP11ClientFactory, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import implementer
@@ -43,17 +43,19 @@ class APIClient:
         C{verify=False} only for reading cluster-info before trust exists.
     @param cert_pem: the client certificate presented (with C{key_pem}).
     @param token: a bearer token sent with every request.
+    @param kept: idle connections kept open (L{KEPT_CONNECTIONS}).
     """
 
     def __init__(self, reactor, server_url, ca_pem, cert_pem=None, key_pem=None, token=None,
-                 verify=True, timeout=REQUEST_TIMEOUT):
+                 verify=True, timeout=REQUEST_TIMEOUT, kept=KEPT_CONNECTIONS):
         self.reactor = reactor
         self.url = server_url.rstrip("/")
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.retryAutomatically = False
+        self.pool._factory = _QuietFactory
         # The pod worker, the event recorder, the Lease and the node status
         # each have a request out at times: keep a connection for each.
-        self.pool.maxPersistentPerHost = KEPT_CONNECTIONS
+        self.pool.maxPersistentPerHost = kept
         policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
         self.agent = Agent.usingEndpointFactory(reactor, _KeptEndpoints(reactor, policy),
                                                 pool=self.pool)
@@ -116,6 +118,15 @@ class APIClient:
     def close(self):
         """Close the kept-alive connections; a Deferred that fires when they are closed."""
         return self.pool.closeCachedConnections()
+
+
+class _QuietFactory(_HTTP11ClientFactory):
+    """
+    The pool's connection factory without a log line at each connection's
+    start and end (thousands of simulated nodes each open one).
+    """
+
+    noisy = False
 
 
 class EventStream(Protocol):
