@@ -53,7 +53,7 @@ import attr
 from cryptography import x509
 
 from twisted.application.service import MultiService
-from twisted.internet.defer import Deferred, DeferredList, DeferredSemaphore
+from twisted.internet.defer import Deferred, DeferredList, DeferredSemaphore, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThreadPool
@@ -249,7 +249,7 @@ class OrchconfigIdentities:
         return cls(reactor, load_orchconfig(path), settings)
 
     def ready(self):
-        return Deferred.fromCoroutine(_nothing())
+        return succeed(None)
 
     @property
     def url(self):
@@ -267,11 +267,11 @@ class OrchconfigIdentities:
         cert_path, key_path, _ = credential_paths(node_directory(self._settings.root_dir, name))
         return cert_path, key_path, load_pair(cert_path, key_path, NODE_USER_PREFIX + name)
 
-    async def node_pairs(self, names):
-        pairs = {}
-        missing = []
+    def _scan(self, names):
+        """C{({name: stored pair}, [names without a usable one])}; blocking (files)."""
+        pairs, missing = {}, []
         for name in names:
-            cert_path, key_path, pair = self._stored(name)
+            _, _, pair = self._stored(name)
             if pair is not None and self._ca is not None:
                 if not issued_by(x509.load_pem_x509_certificate(pair[0]), self._ca):
                     pair = None
@@ -279,6 +279,13 @@ class OrchconfigIdentities:
                 missing.append(name)
             else:
                 pairs[name] = pair
+        return pairs, missing
+
+    def _in_thread(self, function, *args):
+        return deferToThreadPool(self._reactor, self._reactor.getThreadPool(), function, *args)
+
+    async def node_pairs(self, names):
+        pairs, missing = await self._in_thread(self._scan, names)
         if missing:
             self.log.info("Asking for the client certificates of {count} simulated nodes",
                           count=len(missing))
@@ -288,9 +295,10 @@ class OrchconfigIdentities:
             gate = DeferredSemaphore(self._at_once)
 
             async def ask(name):
-                cert_path, key_path, _ = self._stored(name)
                 pair = await request_certificate(self._reactor, api, name, interval=0.2)
-                pairs[name] = store_pair(cert_path, key_path, pair)
+                cert_path, key_path, _ = credential_paths(
+                    node_directory(self._settings.root_dir, name))
+                pairs[name] = await self._in_thread(store_pair, cert_path, key_path, pair)
             try:
                 results = await DeferredList(
                     [gate.run(lambda name=name: Deferred.fromCoroutine(ask(name)))
@@ -318,10 +326,6 @@ class OrchconfigIdentities:
 
 def _no_access_log(request):
     """A simulated node's endpoint writes no access log lines."""
-
-
-async def _nothing():
-    return None
 
 
 class SimulatedNodes(StartingService):
