@@ -249,8 +249,9 @@ def cluster_cases(workdir, args, report):
         "apiserver_cpu": round((c1 - c0) / (t1 - t0), 3),
         "simulated_cpu": round((s1 - s0) / (t1 - t0), 3),
         "cpu_us_per_renewal": round((c1 - c0) / max(renewed, 1) * 1e6),
+        # Summaries cover 30 s each, so the counts are those of the window
+        # give or take the 30 s before it: the median of their p50s, the worst p99.
         "renewed": renewed, "expected": round(nodes * (w1 - w0) / 10),
-        # Summaries cover 30 s each: the median of their p50s, the worst p99.
         "p50_ms": statistics.median(p50 for _, p50, _, _ in found) if found else None,
         "p99_ms": max(p99 for _, _, p99, _ in found) if found else None,
         "max_ms": max(most for *_, most in found) if found else None,
@@ -270,5 +271,5 @@ def print_cluster(report):
           f"simulated nodes {c['simulated_cpu']:.1%}; renewal p50 {fmt(c['p50_ms'])} ms, "
           f"p99 {fmt(c['p99_ms'])} ms, max {fmt(c['max_ms'])} ms; renewed {c['renewed']} of "
           f"~{c['expected']}; not Ready at the end {c['not_ready']}, marked Unknown "
-          f"{c['marked_unknown']}; RSS API server {c['apiserver_rss_mb']} MB, "
-          f"simulated nodes {c['simulated_rss_mb']} MB")
+          f"{c['marked_unknown']}; RSS API server {c['apiserver_rss_mb']:.0f} MB, "
+          f"simulated nodes {c['simulated_rss_mb']:.0f} MB")
