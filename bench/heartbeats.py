@@ -12,15 +12,23 @@ interval and measures --heartbeat-secs. Reported: orchd's CPU over the
 window as a fraction of one core (and its busiest interval), renewal latency
 (p50, p99, max), renewals done against expected, errors, and the Nodes whose
 Ready condition is not True at the end (falsely marked Unknown: target 0).
+
+cluster_cases is the same question asked of the real simulated nodes
+(orchd.orchlet.simnodes) brought up the documented way, in a second process.
 """
 
+import datetime
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import time
 
-from common import HERE, ROOT, Orchd, cpu_seconds, issue_client_cert, pinned, post_all
+from common import (
+    HERE, ROOT, TWISTD, Orchd, cpu_seconds, issue_client_cert, pinned, post_all, rss_mb,
+)
 
 LEASES = "/apis/coordination.orch.io/v1/namespaces/orch-node-lease/leases"
 
@@ -143,3 +151,125 @@ def print_heartbeats(report):
           f"{h['expected']} (skipped {h['skipped']}), errors {h['errors']}"
           + (f" {h['failures']}" if h["failures"] else "")
           + f"; not Ready at the end {h['not_ready']}; load CPU {h['load_cpu']:.2f} cores")
+
+
+# -- the simulated cluster ------------------------------------------------------------------
+
+#: The sim process's summary of its nodes' Lease renewals (orchd.orchlet.simnodes).
+SUMMARY = re.compile(r"^(\S+) \[orchd\.orchlet\.simnodes\.SimulatedNodes#info\] Simulated nodes: "
+                     r"(\d+) Lease renewals in the last \d+ s, latency p50 ([\d.]+) ms, "
+                     r"p99 ([\d.]+) ms, max ([\d.]+) ms")
+MARKED_UNKNOWN = "stopped posting status; marked Unknown"
+
+
+def count_ready(orchd, prefix):
+    """(Nodes named prefix*, how many of them are Ready, how many have a Lease)."""
+    _, data = orchd.request("GET", "/api/v1/nodes")
+    nodes = [n for n in json.loads(data)["items"] if n["metadata"]["name"].startswith(prefix)]
+    _, data = orchd.request("GET", LEASES)
+    leases = [x for x in json.loads(data)["items"] if x["metadata"]["name"].startswith(prefix)]
+    return len(nodes), sum(1 for n in nodes if ready_status(n) == "True"), len(leases)
+
+
+def summaries(path, since, until):
+    """The sim process's renewal summaries logged within [since, until] (epoch seconds)."""
+    found = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            match = SUMMARY.match(line)
+            if not match:
+                continue
+            stamp = datetime.datetime.fromisoformat(match.group(1)).timestamp()
+            if since <= stamp <= until:
+                found.append((int(match.group(2)), float(match.group(3)),
+                              float(match.group(4)), float(match.group(5))))
+    return found
+
+
+def cluster_cases(workdir, args, report):
+    """
+    The simulated cluster the documented way: an API server (core 0) and a
+    second process (core 1) running --cluster-nodes simulated nodes with
+    --orchlet-only --simulated-nodes, identities asked for with the admin's
+    orchconfig. Once every node is Ready with its Lease, one interval of
+    warm-up, then --cluster-secs measured: the API server's CPU, the nodes'
+    own renewal latencies (their 30 s summaries), nodes marked Unknown.
+    """
+    nodes = args.cluster_nodes
+    print(f"cluster: starting the API server and {nodes} simulated nodes ...", file=sys.stderr)
+    orchd = Orchd(workdir, "--no-orchlet")
+    sim_log_path = os.path.join(workdir, "simulated.log")
+    sim = None
+    try:
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        with open(sim_log_path, "wb") as sim_log:
+            sim = subprocess.Popen(
+                pinned(1, [sys.executable, "-c", TWISTD, "--pidfile=", "-n", "orchd",
+                           "--orchlet-only", "--simulated-nodes", str(nodes),
+                           "--orchconfig", os.path.join(orchd.data, "admin.orchconfig"),
+                           "--hostname-override", "bench", "--orchlet-port", "0",
+                           "--data-dir", os.path.join(workdir, "sim-data"),
+                           "--root-dir", os.path.join(workdir, "sim-root")]),
+                stdout=sim_log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+        began = time.monotonic()
+        deadline = began + 120 + nodes * 0.2
+        while True:
+            count, ready, leases = count_ready(orchd, "bench-sim-")
+            if count == ready == leases == nodes:
+                break
+            if sim.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"cluster: {ready} of {nodes} nodes Ready, {leases} Leases "
+                                 f"after {time.monotonic() - began:.0f}s; see {sim_log_path}")
+            time.sleep(1)
+        start_up = time.monotonic() - began
+        print(f"cluster: {nodes} nodes Ready in {start_up:.0f}s; one interval of warm-up, "
+              f"then {args.cluster_secs:g}s measured", file=sys.stderr)
+        time.sleep(10)
+        pid = orchd.process.pid
+        t0, c0, s0, w0 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid), time.time()
+        time.sleep(args.cluster_secs)
+        t1, c1, s1 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid)
+        count, ready, leases = count_ready(orchd, "bench-sim-")
+        rss = rss_mb(pid), rss_mb(sim.pid)
+        # The sim process logs a last summary as it stops.
+        sim.terminate()
+        sim.wait(timeout=120)
+        w1 = time.time()
+        sim = None
+    finally:
+        if sim is not None:
+            sim.kill()
+        orchd.stop()
+    found = summaries(sim_log_path, w0, w1 + 1)
+    renewed = sum(n for n, *_ in found)
+    with open(os.path.join(workdir, "orchd.log"), errors="replace") as f:
+        unknown = sum(1 for line in f if MARKED_UNKNOWN in line)
+    report["cluster"] = {
+        "nodes": nodes, "secs": round(t1 - t0, 1), "start_up_secs": round(start_up, 1),
+        "apiserver_cpu": round((c1 - c0) / (t1 - t0), 3),
+        "simulated_cpu": round((s1 - s0) / (t1 - t0), 3),
+        "cpu_us_per_renewal": round((c1 - c0) / max(renewed, 1) * 1e6),
+        # Summaries cover 30 s each, so the counts are those of the window
+        # give or take the 30 s before it: the median of their p50s, the worst p99.
+        "renewed": renewed, "expected": round(nodes * (w1 - w0) / 10),
+        "p50_ms": statistics.median(p50 for _, p50, _, _ in found) if found else None,
+        "p99_ms": max(p99 for _, _, p99, _ in found) if found else None,
+        "max_ms": max(most for *_, most in found) if found else None,
+        "not_ready": count - ready, "marked_unknown": unknown,
+        "apiserver_rss_mb": rss[0], "simulated_rss_mb": rss[1],
+    }
+
+
+def print_cluster(report):
+    if "cluster" not in report:
+        return
+    c = report["cluster"]
+    fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
+    print(f"cluster: {c['nodes']} simulated nodes (second process), ready in "
+          f"{c['start_up_secs']:.0f}s, measured {c['secs']:.0f}s: API server CPU "
+          f"{c['apiserver_cpu']:.1%} of a core ({c['cpu_us_per_renewal']} us a renewal), "
+          f"simulated nodes {c['simulated_cpu']:.1%}; renewal p50 {fmt(c['p50_ms'])} ms, "
+          f"p99 {fmt(c['p99_ms'])} ms, max {fmt(c['max_ms'])} ms; renewed {c['renewed']} of "
+          f"~{c['expected']}; not Ready at the end {c['not_ready']}, marked Unknown "
+          f"{c['marked_unknown']}; RSS API server {c['apiserver_rss_mb']:.0f} MB, "
+          f"simulated nodes {c['simulated_rss_mb']:.0f} MB")

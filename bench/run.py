@@ -45,6 +45,16 @@ seconds with its own client certificate over its own connection, measured for
 --heartbeat-secs: orchd's CPU as a fraction of one core, renewal latency (p50,
 p99), errors, and Nodes no longer Ready at the end.
 
+cluster (heartbeats.py): the real simulated cluster brought up as README.rst
+documents it: an API server with --no-orchlet on core 0 and a second process
+(--orchlet-only --simulated-nodes --cluster-nodes, 5,000, with the admin's
+orchconfig) on core 1. Once every node is Ready with its Lease, one interval
+of warm-up, then --cluster-secs (600) measured: the API server's CPU as a
+fraction of one core (target under 50%), the Lease renewal latency the nodes
+saw (p50, p99 of their 30 s summaries; target p99 under 100 ms), renewals
+done, nodes not Ready at the end and nodes the API server marked Unknown
+(target 0), and both processes' RSS.
+
 etcd (etcd.py, etcdload.js): a single-member etcd on loopback and two orchd
 servers, one with --storage-backend=etcd on it and one on LevelDB: etcd's raw
 put rate through its JSON gateway at 16 connections, then create@16 and
@@ -79,7 +89,7 @@ test_bench.py runs it in CI).
 
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
-                    metrics,audit,heartbeats,etcd,scheduling,deployment,daemonset,jobs,
+                    metrics,audit,heartbeats,cluster,etcd,scheduling,deployment,daemonset,jobs,
                     webhooks,testing]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
@@ -108,7 +118,7 @@ from authz import authz_cases, print_authz
 from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
 from etcd import etcd_cases, print_etcd
-from heartbeats import heartbeat_cases, print_heartbeats
+from heartbeats import cluster_cases, heartbeat_cases, print_cluster, print_heartbeats
 from metrics import metrics_cases, print_metrics
 from testing_start import print_testing, testing_case
 from webhooks import print_webhooks, webhook_cases
@@ -119,14 +129,15 @@ from common import (
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
-         "customresources", "metrics", "audit", "heartbeats", "etcd", "scheduling",
+         "customresources", "metrics", "audit", "heartbeats", "cluster", "etcd", "scheduling",
          "deployment", "daemonset", "jobs", "webhooks", "testing")
 
 
 #: The sizes of --smoke (options given on the command line still win).
 SMOKE = dict(rounds=1, secs=1, objects=50, watchers=5, rate=20, watch_secs=2,
              page_objects=100, page_limit=20, page_passes=1, roles=10, bindings=20,
-             nodes=5, heartbeat_secs=2, renew_interval=1, sim_nodes=3, pods=20,
+             nodes=5, heartbeat_secs=2, renew_interval=1, cluster_nodes=3, cluster_secs=2,
+             sim_nodes=3, pods=20,
              replicas=5, jobs=5, start_runs=1, namespaces=5)
 
 
@@ -338,6 +349,10 @@ def main():
                         help="measured window of the heartbeats case")
     parser.add_argument("--renew-interval", type=float, default=10,
                         help="seconds between a node's Lease renewals")
+    parser.add_argument("--cluster-nodes", type=int, default=5000,
+                        help="simulated nodes of the cluster case (a second process)")
+    parser.add_argument("--cluster-secs", type=float, default=600,
+                        help="measured window of the cluster case")
     parser.add_argument("--sim-nodes", type=int, default=100,
                         help="simulated nodes in the scheduling and deployment cases")
     parser.add_argument("--pods", type=int, default=1000,
@@ -361,7 +376,7 @@ def main():
     unknown = set(selected) - set(CASES)
     if unknown or not selected:
         parser.error(f"--cases: choose from {', '.join(CASES)}")
-    if set(selected) - {"heartbeats", "testing"} and not shutil.which("node"):
+    if set(selected) - {"heartbeats", "cluster", "testing"} and not shutil.which("node"):
         raise SystemExit("node (Node.js) is needed for the load generator")
     if "watch" in selected or "metrics" in selected:
         # One descriptor per watch in orchd and in the load generator.
@@ -369,6 +384,9 @@ def main():
     if "heartbeats" in selected:
         # One connection per node in orchd and in the load generator.
         raise_file_limit(args.nodes + 1024)
+    if "cluster" in selected:
+        # Per node: a listener, its API connection, the API server's scrape connection.
+        raise_file_limit(3 * args.cluster_nodes + 1024)
 
     workdir = tempfile.mkdtemp(prefix="orchd-bench-")
     template, body_path = make_body(workdir)
@@ -393,6 +411,7 @@ def main():
         (("metrics",), lambda d: metrics_cases(d, args, template, body_path, report)),
         (("audit",), lambda d: audit_cases(d, args, template, body_path, report)),
         (("heartbeats",), lambda d: heartbeat_cases(d, args, report)),
+        (("cluster",), lambda d: cluster_cases(d, args, report)),
         (("etcd",), lambda d: etcd_cases(d, args, template, body_path, report)),
         (("webhooks",), lambda d: webhook_cases(d, args, body_path, report)),
         (("scheduling", "deployment", "daemonset", "jobs"),
@@ -412,6 +431,7 @@ def main():
     print_metrics(report)
     print_audit(report)
     print_heartbeats(report)
+    print_cluster(report)
     print_etcd(report)
     print_workloads(report)
     print_webhooks(report)

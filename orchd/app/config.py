@@ -192,8 +192,9 @@ class Config:
                                                      "HorizontalPodAutoscaler.")
     simulated_nodes = _setting(_simulated_nodes, "0", "Run this many simulated nodes in this "
                                "process besides the local one, named <node name>-sim-<i>, "
-                               "each with its own Node, Lease and identity (not with "
-                               "--orchlet-only).")
+                               "each with its own Node, Lease and identity. With "
+                               "--orchlet-only and --orchconfig (an administrator's), only "
+                               "they run, in a process of their own.")
     simulated_node_capacity = _setting(_resource_list, "cpu=32,memory=256Gi,pods=110",
                                        "Capacity (and allocatable) of each simulated node: "
                                        "comma list of <resource>=<quantity>.")
@@ -307,9 +308,9 @@ def _check_combinations(config):
     """Rules between settings; C{ConfigError} names the flags involved."""
     if config.no_orchlet and config.orchlet_only:
         raise ConfigError("--no-orchlet and --orchlet-only exclude each other")
-    if config.simulated_nodes and config.orchlet_only:
-        raise ConfigError("--simulated-nodes needs the API server in this process "
-                          "(not --orchlet-only): their identities are issued from its CA")
+    if config.simulated_nodes and config.orchlet_only and config.orchconfig is None:
+        raise ConfigError("--simulated-nodes with --orchlet-only needs --orchconfig: the "
+                          "credentials the nodes' certificates are asked for with")
     if (config.bootstrap_token is None) != (config.server is None):
         raise ConfigError("--bootstrap-token and --server must be given together")
     if config.bootstrap_token is not None and not config.orchlet_only:

@@ -76,4 +76,5 @@ def simulated_node_settings(config):
     return SimulatedNodeSettings(count=config.simulated_nodes, base_name=config.node_name,
                                  root_dir=config.root_dir, address=config.bind_address,
                                  capacity=config.simulated_node_capacity,
-                                 endpoint=orchlet_settings(config))
+                                 endpoint=orchlet_settings(config),
+                                 orchconfig=config.orchconfig if config.orchlet_only else None)

@@ -134,12 +134,17 @@ def make_service(config, reactor=None):
     else:
         plane = ControlPlane(config, reactor)
         plane.setServiceParent(top)
-    if settings is not None:
+    simulated = simulated_node_settings(config)
+    # A simulated cluster of its own (--orchlet-only --simulated-nodes) runs
+    # no node agent of the process's own: its orchconfig is not a node's.
+    if settings is not None and not (config.orchlet_only and simulated is not None):
         # Second child: it starts after, and stops before, the API server.
         OrchletService(settings, reactor, plane).setServiceParent(top)
-    simulated = simulated_node_settings(config)
-    if simulated is not None and plane is not None:
-        SimulatedNodes(simulated, reactor, plane).setServiceParent(top)
+    if simulated is not None:
+        try:
+            SimulatedNodes(simulated, reactor, plane).setServiceParent(top)
+        except OrchConfigError as e:
+            raise fail(str(e)) from None
     return top
 
 

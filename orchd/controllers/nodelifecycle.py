@@ -210,7 +210,12 @@ class NodeLifecycleController(QueuedController):
         if type == DELETED or health is None or not renew or renew == health.renew:
             return
         health.renew, health.probed = renew, self._clock.seconds()
-        self._queue.add(name)
+        # A renewal only moves the deadline: the check already set for the
+        # old one finds the new one and waits again. With thousands of
+        # nodes renewing every 10 s, that is one sync per node and grace
+        # period instead of one per renewal.
+        if not self._queue.scheduled(name):
+            self._queue.add(name)
 
     def _context(self):
         return RequestContext(self._catalog.system_context().user, field_manager=MANAGER)
@@ -228,7 +233,13 @@ class NodeLifecycleController(QueuedController):
                  for type_ in MONITORED):
             await self._write(name, self._unknown(health.heartbeat), "status")
             self.log.info("Node {name} stopped posting status; marked Unknown", name=name)
-        await self._write(name, self._taint)
+            node = None             # the taints follow the conditions just written
+        # The taints are written only when the cached node calls for a change:
+        # a write that changes nothing still costs a read and a failure, and
+        # a node whose cached state is behind comes back here with its next
+        # change.
+        if node is None or reconcile_taints(node, now) is not None:
+            await self._write(name, self._taint)
         if name in self._not_ready:
             await self._mark_pods_not_ready(name)
 

@@ -70,6 +70,11 @@ class WorkQueue:
             timer.cancel()
         self._timers[key] = self._clock.callLater(delay, self._fire_timer, key)
 
+    def scheduled(self, key):
+        """Whether C{key} is asked for later (L{add_after}) and not yet due."""
+        timer = self._timers.get(key)
+        return timer is not None and timer.active()
+
     def _fire_timer(self, key):
         self._timers.pop(key, None)
         self.add(key)

@@ -34,7 +34,8 @@ class NodeAgent(Service):
     @param labels: labels the Node gets besides the usual ones.
     @param watch_pods: False when the caller feeds C{pods} from a watch it shares.
     @param stagger: seconds before the first Lease renewal after registration,
-        to spread the heartbeats of many nodes.
+        to spread the heartbeats of many nodes, or C{stagger() -> seconds}
+        asked at registration (a slot in a common cycle).
     @param registration_gate: a C{DeferredSemaphore} bounding the
         registrations of many nodes under way at once, or None.
     @ivar registered: a Deferred firing with the registered Node.
@@ -65,6 +66,7 @@ class NodeAgent(Service):
         self._gate = registration_gate
         self._backoff = Backoff()
         self._pending = None
+        self._attempt = None
         self._work = None
 
     def startService(self):
@@ -74,18 +76,24 @@ class NodeAgent(Service):
 
     async def _register(self):
         while self.running:
+            if self._gate is None:
+                self._attempt = Deferred.fromCoroutine(self.register())
+            else:
+                self._attempt = self._gate.run(lambda: Deferred.fromCoroutine(self.register()))
             try:
-                if self._gate is None:
-                    node = await self.register()
-                else:
-                    node = await self._gate.run(
-                        lambda: Deferred.fromCoroutine(self.register()))
+                node = await self._attempt
+            except CancelledError:
+                return              # stopped, maybe while waiting for the gate
             except Exception as e:
                 self.log.warn("Registering node {node} failed: {error}", node=self.node_name,
                               error=e)
                 node = None
+            finally:
+                self._attempt = None
             if node is not None:
                 break
+            if not self.running:
+                return
             self._pending = Deferred()
             call = self.clock.callLater(self._backoff.next(), self._pending.callback, None)
             self._pending.addErrback(lambda f: call.cancel() if call.active() else None)
@@ -100,7 +108,7 @@ class NodeAgent(Service):
         self.node = node
         self.log.info("Registered node {node}", node=self.node_name)
         self.lease.owner = node
-        self.lease.start(self._stagger)
+        self.lease.start(self._stagger() if callable(self._stagger) else self._stagger)
         self.status.start(self.status.repeater.interval)
         if self.watch is not None:
             self.watch.start()
@@ -125,6 +133,10 @@ class NodeAgent(Service):
 
     def stopService(self):
         super().stopService()
+        # Thousands of nodes may wait for the registration gate: none of
+        # them is to register once stopping.
+        if self._attempt is not None:
+            self._attempt.cancel()
         if self._pending is not None:
             self._pending.cancel()
         stopping = [self.lease.stop(), self.status.stop(), self.pods.stop(), self.events.stop()]

@@ -23,7 +23,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.endpoints import HostnameEndpoint, wrapClientTLS
 from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
-from twisted.web.client import URI, Agent, HTTPConnectionPool, readBody
+from twisted.web.client import URI, Agent, HTTPConnectionPool, _HTTP11ClientFactory, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.iweb import IAgentEndpointFactory
 from zope.interface import implementer
@@ -46,16 +46,18 @@ class APIClient:
         C{verify=False} only for reading cluster-info before trust exists.
     @param cert_pem: the client certificate presented (with C{key_pem}).
     @param token: a bearer token sent with every request.
+    @param kept: idle connections kept open (L{KEPT_CONNECTIONS}).
     """
 
     def __init__(self, reactor, server_url, ca_pem, cert_pem=None, key_pem=None, token=None,
-                 verify=True, timeout=REQUEST_TIMEOUT):
+                 verify=True, timeout=REQUEST_TIMEOUT, kept=KEPT_CONNECTIONS):
         self.reactor = reactor
         self.url = server_url.rstrip("/")
         # The Agent's pool: the pod watch, and requests to absolute URLs.
         self.pool = HTTPConnectionPool(reactor, persistent=True)
         self.pool.retryAutomatically = False
-        self.pool.maxPersistentPerHost = KEPT_CONNECTIONS
+        self.pool._factory = _QuietFactory
+        self.pool.maxPersistentPerHost = kept
         policy = ClientTLSPolicy(ca_pem, cert_pem, key_pem, verify=verify)
         endpoints = _KeptEndpoints(reactor, policy)
         self.agent = Agent.usingEndpointFactory(reactor, endpoints, pool=self.pool)
@@ -70,7 +72,7 @@ class APIClient:
         # The pod worker, the event recorder, the Lease and the node status
         # each have a request out at times: keep a connection for each.
         self.kept = KeptConnections(reactor, endpoints.endpointForURI(uri), _host_value(uri),
-                                    KEPT_CONNECTIONS)
+                                    kept)
         self.timeout = timeout
 
     def _send(self, method, url, headers, data=None):
@@ -146,6 +148,15 @@ def _host_value(uri):
         host = f"[{host}]"
     default = 443 if uri.scheme == b"https" else 80
     return host if uri.port == default else f"{host}:{uri.port}"
+
+
+class _QuietFactory(_HTTP11ClientFactory):
+    """
+    The pool's connection factory without a log line at each connection's
+    start and end (thousands of simulated nodes each open one).
+    """
+
+    noisy = False
 
 
 class EventStream(Protocol):

@@ -126,8 +126,10 @@ class LeaseRenewer:
     log = Logger()
 
     def __init__(self, clock, api, node_name, owner=None, interval=RENEW_INTERVAL,
-                 duration=LEASE_DURATION):
+                 duration=LEASE_DURATION, observe=None):
         self.clock = clock
+        #: C{observe(seconds)} after each successful update: the renewal's latency.
+        self.observe = observe
         self.api = api
         self.node_name = node_name
         self.owner = owner
@@ -196,8 +198,11 @@ class LeaseRenewer:
             owners = self._new_lease()["metadata"].get("ownerReferences")
             if owners:
                 lease["metadata"] = dict(lease["metadata"], ownerReferences=owners)
+        began = self.clock.seconds()
         code, body = await self.api.request("PUT", path, lease)
         if code == 200:
+            if self.observe is not None:
+                self.observe(self.clock.seconds() - began)
             return body
         self.log.warn("Cannot renew the node lease: {code} {body}", code=code, body=body)
         if code in (404, 409):

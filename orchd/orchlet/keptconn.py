@@ -285,6 +285,10 @@ class KeptConnection(Protocol):
 
 
 class _Factory(Factory):
+    """Each connection's factory, quiet: thousands of simulated nodes each open one."""
+
+    noisy = False
+
     def __init__(self, pool):
         self._pool = pool
 

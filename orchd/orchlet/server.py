@@ -230,16 +230,20 @@ class OrchletEndpoint(Service):
     @param client_ca_pems: PEM CA certificates client certificates must chain to.
     @param api: API-server client for the TokenReview and SubjectAccessReview
         webhooks (C{async request(method, path, body) -> (code, JSON)}).
+    @param tls: the TLS options to serve with, shared by many endpoints
+        (L{orchd.tls.server.server_tls_options}); None to make them from the
+        certificate, key and CAs given.
     @ivar port: the port listened on, once started.
     """
 
     def __init__(self, reactor, settings, runtime, node_name, serving_cert_pem, serving_key_pem,
-                 client_ca_pems, api=None):
+                 client_ca_pems, api=None, tls=None):
         self.auth = OrchletAuth(reactor, node_name, settings.anonymous, settings.token_webhook,
                                 settings.authorization_mode, api)
         self._reactor = reactor
         self._settings = settings
-        self._tls = server_tls_options(serving_cert_pem, serving_key_pem, list(client_ca_pems))
+        self._tls = tls if tls is not None else server_tls_options(
+            serving_cert_pem, serving_key_pem, list(client_ca_pems))
         # The API server's request limits apply here too (orchd.server.channel).
         self.site = BoundedSite(OrchletResource(reactor, settings, runtime, node_name, self.auth),
                                 reactor=reactor)

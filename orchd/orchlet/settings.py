@@ -60,6 +60,9 @@ class SimulatedNodeSettings:
     @ivar endpoint: the local node's L{OrchletSettings}: each simulated node
         serves its HTTPS endpoint with the same authentication and
         authorization, on a port of its own.
+    @ivar orchconfig: with C{--orchlet-only}, the client configuration naming
+        the API server and the credentials the nodes' certificates are asked
+        for with; None beside the API server.
     """
 
     count = attr.ib()
@@ -68,3 +71,4 @@ class SimulatedNodeSettings:
     address = attr.ib()
     capacity = attr.ib()
     endpoint = attr.ib()
+    orchconfig = attr.ib(default=None)

@@ -65,13 +65,16 @@ class ClientTLSPolicy:
         A connection creator for C{hostname}: verified unless the policy says not.
 
         C{Agent} asks for one on every request, pooled connection or not, and
-        building one builds an OpenSSL context: each host's is kept.
+        building one builds an OpenSSL context: each host's is kept. The
+        port changes nothing (the name verified is the host's), so the
+        hosts are counted, not the ports: the API server reaching thousands
+        of node agents on one address, each on its own port, keeps one.
         """
-        creator = self._creators.get((hostname, port))
+        creator = self._creators.get(hostname)
         if creator is None:
             if len(self._creators) >= _MAX_CREATORS:
                 self._creators.clear()
-            creator = self._creators[hostname, port] = self._creator(hostname)
+            creator = self._creators[hostname] = self._creator(hostname)
         return creator
 
     def _creator(self, hostname):

@@ -138,6 +138,44 @@ class NodeLifecycleTests(SynchronousTestCase):
         self.clock.advance(40)
         self.assertEqual(self.condition()["status"], "Unknown")
 
+    def test_renewals_do_not_sync_each_time(self):
+        """Renewals every 10 s of a healthy node cost one sync per grace period, no write."""
+        self.create_node()
+        self.renew_lease()
+        controller = self.start()
+        synced = []
+        sync = controller._sync
+
+        def counting(name):
+            synced.append(self.clock.seconds())
+            return sync(name)
+        controller._sync = counting
+        version = self.node()["metadata"]["resourceVersion"]
+        for _ in range(12):
+            self.clock.advance(10)
+            self.renew_lease()
+        self.assertLessEqual(len(synced), 4)
+        self.assertEqual(self.node()["metadata"]["resourceVersion"], version)
+        self.assertEqual(self.condition()["status"], "True")
+        self.clock.advance(40)
+        self.assertEqual(self.condition()["status"], "Unknown")
+
+    def test_renewal_after_unknown_watches_again(self):
+        """A node marked Unknown whose Lease is renewed again is judged again when it stops."""
+        self.create_node()
+        self.renew_lease()
+        self.start()
+        self.clock.advance(40)
+        self.assertEqual(self.condition()["status"], "Unknown")
+        self.post_status()
+        self.renew_lease()
+        self.assertEqual(self.condition()["status"], "True")
+        self.assertEqual(self.taints(), set())
+        self.clock.advance(39)
+        self.assertEqual(self.condition()["status"], "True")
+        self.clock.advance(1)
+        self.assertEqual(self.condition()["status"], "Unknown")
+
     def test_status_posts_keep_ready(self):
         """New heartbeats in the Ready condition keep a node Ready, and bring it back."""
         self.create_node()

@@ -21,6 +21,15 @@ class WorkQueueTests(SynchronousTestCase):
         self.pending.append(d)
         await d
 
+    def test_scheduled(self):
+        """A key asked for later is scheduled until its time comes."""
+        self.assertFalse(self.queue.scheduled("k"))
+        self.queue.add_after("k", 5)
+        self.assertTrue(self.queue.scheduled("k"))
+        self.clock.advance(5)
+        self.assertFalse(self.queue.scheduled("k"))
+        self.assertEqual(self.calls, ["k"])
+
     def test_failure_retried(self):
         """A failed key comes back after the delay; the failure is logged."""
         self.queue.add("k")

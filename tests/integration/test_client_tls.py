@@ -94,6 +94,9 @@ class ClientTLSTests(TestCase):
         first = policy.creatorForNetloc(b"127.0.0.1", self.port.getHost().port)
         self.assertIs(policy.creatorForNetloc(b"127.0.0.1", self.port.getHost().port), first)
         self.assertIsNot(policy.creatorForNetloc(b"localhost", self.port.getHost().port), first)
+        # Thousands of node agents on one address, each on its own port: one creator.
+        for port in range(20000, 20100):
+            self.assertIs(policy.creatorForNetloc(b"127.0.0.1", port), first)
         client = HTTPClient(Agent(reactor, contextFactory=policy, pool=self.pool))
         url = load_orchconfig(self.orchconfig).server
         self.assertEqual(await self.get(client, url), "system:node:n1 -")

@@ -193,3 +193,57 @@ class SimulatedNodesTests(TestCase):
         self.assertIn("Terminating", await run("get", "pod", "k", "--no-headers"))
         self.assertIn('pod "k" deleted', await run("delete", "pod", "k", "--timeout=30s"))
         self.assertEqual((await self.server.call("GET", f"{PODS}/k"))[0], 404)
+
+
+class ClusterOfItsOwnTests(TestCase):
+    """Simulated nodes in a process of their own: identities asked for with an admin's orchconfig."""
+
+    timeout = 90
+
+    async def test_nodes_join_with_certificates_from_csrs(self):
+        """Two nodes get certificates through CSRs, register, renew and serve; a restart reuses them."""
+        from orchd.app.config import Config
+        from orchd.app.orchletsettings import simulated_node_settings
+        from twisted.internet import reactor
+        server = await RunningControlPlane(self, no_orchlet=True).start()
+        root = self.mktemp()
+        config = Config(data_dir=self.mktemp(), root_dir=root, orchlet_only=True,
+                        orchconfig=server.plane.pki.admin_orchconfig_path, simulated_nodes=2,
+                        hostname_override="apart", orchlet_port=0)
+        nodes = SimulatedNodes(simulated_node_settings(config), reactor)
+        nodes.startService()
+        self.addCleanup(lambda: nodes.running and nodes.stopService())
+        agents = await nodes.ready
+        for agent in agents:
+            await agent.registered
+        code, csrs = await server.call(
+            "GET", "/apis/certificates.orch.io/v1/certificatesigningrequests")
+        self.assertEqual(code, 200)
+        requested = sorted(c["spec"]["username"] for c in csrs["items"])
+        # Two client certificates asked for by the admin, a serving one by node 0.
+        self.assertEqual(requested.count("system:node:apart-sim-0"), 1)
+        self.assertEqual(len(requested), 3)
+        for agent in agents:
+            self.assertTrue(await agent.lease.renew())      # creates it, or renews it
+            self.assertTrue(await agent.lease.renew())      # renews it
+            code, node = await server.call("GET", f"/api/v1/nodes/{agent.node_name}")
+            self.assertEqual(code, 200)
+            code, health = await server.call(
+                "GET", f"/api/v1/nodes/{agent.node_name}/proxy/healthz")
+            self.assertEqual((code, health), (200, "ok"))
+        # Each acts as itself, not as the admin.
+        code, body = await agents[0].api.request(
+            "PATCH", "/api/v1/nodes/apart-sim-1/status", {"status": {}},
+            "application/merge-patch+json")
+        self.assertEqual(code, 403, body)
+        self.assertGreater(nodes.stats.take()[0], 0)
+        await nodes.stopService()
+        again = SimulatedNodes(simulated_node_settings(config), reactor)
+        again.startService()
+        self.addCleanup(lambda: again.running and again.stopService())
+        for agent in await again.ready:
+            await agent.registered
+        await again.stopService()
+        code, csrs = await server.call(
+            "GET", "/apis/certificates.orch.io/v1/certificatesigningrequests")
+        self.assertEqual(len(csrs["items"]), 3)

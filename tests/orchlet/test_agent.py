@@ -104,3 +104,37 @@ class SimulatedAgentTests(SynchronousTestCase):
         self.clock.advance(0.1)
         self.assertTrue(any(p.endswith("/leases") for _, p in self.api.calls()))
         self.assertFalse(any(p.startswith("/api/v1/pods") for _, p in self.api.calls()))
+
+    def test_stop_while_waiting_for_the_gate(self):
+        """An agent stopped while others hold the registration gate never registers."""
+        gate = DeferredSemaphore(1)
+        self.successResultOf(gate.acquire())            # another node's registration
+        agent = NodeAgent(self.clock, self.api, FakeRuntime(), "n1-sim-1", "127.0.0.1", ".",
+                          lambda: 0, probe=lambda: {}, watch_pods=False,
+                          registration_gate=gate)
+        agent.startService()
+        self.successResultOf(agent.stopService())
+        gate.release()
+        self.clock.advance(10)
+        self.assertEqual(self.api.calls(), [])
+        self.assertEqual(gate.tokens, 1)
+        self.assertNoResult(agent.registered)
+
+    def test_stagger_asked_at_registration(self):
+        """A callable stagger is asked when the node registers: its slot in a common cycle."""
+        self.clock.advance(1000)
+        asked = []
+
+        def slot():
+            asked.append(self.clock.seconds())
+            return 7.5
+        agent = NodeAgent(self.clock, self.api, FakeRuntime(), "n1-sim-2", "127.0.0.1", ".",
+                          lambda: 0, probe=lambda: {}, watch_pods=False, stagger=slot)
+        agent.startService()
+        self.addCleanup(agent.stopService)
+        self.successResultOf(agent.registered)
+        self.assertEqual(asked, [1000])
+        self.clock.advance(7.4)
+        self.assertFalse(any(p.endswith("/leases") for _, p in self.api.calls()))
+        self.clock.advance(0.1)
+        self.assertTrue(any(p.endswith("/leases") for _, p in self.api.calls()))

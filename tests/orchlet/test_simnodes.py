@@ -1,6 +1,7 @@
 """Simulated nodes: names, pod networks, spread heartbeats, identities, settings and the tree."""
 
 import ipaddress
+import os
 
 from cryptography import x509
 from twisted.internet.task import Clock
@@ -11,9 +12,11 @@ from orchd.app.orchletsettings import simulated_node_settings
 from orchd.app.service import ControlPlane, make_service
 from orchd.orchlet.service import OrchletService
 from orchd.orchlet.simnodes import (
-    SimulatedNodes, heartbeat_offset, node_credentials, node_names, pod_network,
+    RenewalStats, SimulatedNodes, delay_to_phase, heartbeat_phase, node_credentials, node_names,
+    pod_network,
 )
 from orchd.app.values import _resource_list
+from orchd.client.orchconfig import write_orchconfig
 from orchd.tls.certs import certificate_pem, create_ca, issue_certificate, private_key_pem
 
 
@@ -47,8 +50,32 @@ class HelperTests(SynchronousTestCase):
         self.assertEqual(len({pod_network(i) for i in range(10000)}), 10000)
 
     def test_heartbeats_spread(self):
-        """First renewals are 0.1 s apart, every hundred nodes spread over 10 s."""
-        self.assertEqual([heartbeat_offset(i) for i in (0, 1, 99, 100)], [0, 0.1, 9.9, 0])
+        """Node i of N renews at i/N of the 10 s cycle: 5,000 nodes are 2 ms apart."""
+        self.assertEqual([heartbeat_phase(i, 4) for i in range(4)], [0, 2.5, 5, 7.5])
+        phases = [heartbeat_phase(i, 5000) for i in range(5000)]
+        self.assertAlmostEqual(phases[1] - phases[0], 0.002)
+        self.assertLess(phases[-1], 10)
+        self.assertEqual(heartbeat_phase(0, 0), 0)
+
+    def test_delay_to_phase(self):
+        """A node waits for its own slot of the common cycle, whenever it registered."""
+        self.assertAlmostEqual(delay_to_phase(1000.0, 2.5), 2.5)
+        self.assertAlmostEqual(delay_to_phase(1003.0, 2.5), 9.5)
+        self.assertAlmostEqual(delay_to_phase(1002.5, 2.5), 0)
+        # Registered at random moments, the nodes still renew 2 ms apart.
+        slots = sorted((1234.567 + delay_to_phase(1234.567 + i * 0.37, heartbeat_phase(i, 50))
+                        + i * 0.37) % 10 for i in range(50))
+        self.assertTrue(all(abs((b - a) - 0.2) < 1e-6 for a, b in zip(slots, slots[1:])))
+
+    def test_renewal_stats(self):
+        """Latencies are summed up as count, p50, p99 and max, then forgotten."""
+        stats = RenewalStats()
+        self.assertEqual(stats.take(), (0, None, None, None))
+        for ms in range(1, 101):
+            stats.observe(ms / 1000)
+        count, p50, p99, most = stats.take()
+        self.assertEqual((count, p50, p99, most), (100, 0.051, 0.1, 0.1))
+        self.assertEqual(stats.take()[0], 0)
 
     def test_credentials_issued_then_reused(self):
         """Each node gets system:node:<name> in system:nodes once; later starts reuse it."""
@@ -103,12 +130,17 @@ class SettingsTests(SynchronousTestCase):
         for good in ("1e3", "0.5", ".5", "100m", "1Ki", "2E", "+3"):
             load_config({"simulated-node-capacity": f"cpu={good}"})
 
-    def test_not_with_orchlet_only(self):
-        """--simulated-nodes needs the API server (and its CA) in this process."""
+    def test_orchlet_only_needs_orchconfig(self):
+        """In a process of their own, the nodes need an orchconfig to ask for identities with."""
         with self.assertRaises(ConfigError) as caught:
             Config(orchlet_only=True, simulated_nodes=2, bootstrap_token="abcdef.0123456789abcdef",
                    server="https://h")
-        self.assertIn("--simulated-nodes", str(caught.exception))
+        self.assertIn("--orchconfig", str(caught.exception))
+        config = Config(orchlet_only=True, simulated_nodes=2, orchconfig="/a/admin.orchconfig",
+                        data_dir="/d")
+        self.assertEqual(simulated_node_settings(config).orchconfig, "/a/admin.orchconfig")
+        self.assertIsNone(simulated_node_settings(
+            Config(simulated_nodes=2, orchconfig="/a/x", data_dir="/d")).orchconfig)
 
 
 class TreeTests(SynchronousTestCase):
@@ -120,3 +152,25 @@ class TreeTests(SynchronousTestCase):
         top = make_service(Config(data_dir=self.mktemp(), no_orchlet=True, simulated_nodes=1),
                            Clock())
         self.assertEqual([type(s) for s in top], [ControlPlane, SimulatedNodes])
+
+    def test_tree_of_their_own(self):
+        """--orchlet-only --simulated-nodes runs the nodes alone, with the orchconfig's API server."""
+        path = os.path.join(self.mktemp())
+        ca, ca_key = create_ca("cluster")
+        cert, key = issue_certificate(ca, ca_key, "admin", organizations=["system:masters"],
+                                      client=True)
+        write_orchconfig(path, "https://192.0.2.9:6443", certificate_pem(ca),
+                         certificate_pem(cert), private_key_pem(key), user="admin")
+        top = make_service(Config(data_dir=self.mktemp(), orchlet_only=True, orchconfig=path,
+                                  simulated_nodes=3), Clock())
+        [nodes] = list(top)
+        self.assertIsInstance(nodes, SimulatedNodes)
+        self.assertEqual(nodes.identities.url, "https://192.0.2.9:6443")
+        self.assertEqual(nodes.identities.client_ca_pems, [certificate_pem(ca)])
+
+    def test_missing_orchconfig(self):
+        """A missing orchconfig stops start-up with one line naming it."""
+        with self.assertRaises(SystemExit):
+            make_service(Config(data_dir=self.mktemp(), orchlet_only=True,
+                                orchconfig="/nonexistent/admin.orchconfig", simulated_nodes=3),
+                         Clock())
