@@ -101,6 +101,7 @@ import time
 import urllib.parse
 
 from audit import audit_cases, print_audit
+from bigstore import bigstore_cases, print_bigstore
 from authz import authz_cases, print_authz
 from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
@@ -117,14 +118,15 @@ from common import (
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
          "customresources", "metrics", "audit", "heartbeats", "etcd", "scheduling",
-         "deployment", "daemonset", "jobs", "webhooks", "testing")
+         "deployment", "daemonset", "jobs", "webhooks", "testing", "bigstore")
 
 
 #: The sizes of --smoke (options given on the command line still win).
 SMOKE = dict(rounds=1, secs=1, objects=50, watchers=5, rate=20, watch_secs=2,
              page_objects=100, page_limit=20, page_passes=1, roles=10, bindings=20,
              nodes=5, heartbeat_secs=2, renew_interval=1, sim_nodes=3, pods=20,
-             replicas=5, jobs=5, start_runs=1, namespaces=5)
+             replicas=5, jobs=5, start_runs=1, namespaces=5, big_pods=60, big_nodes=4,
+             big_namespaces=3)
 
 
 def watch_round(orchd, args):
@@ -289,6 +291,14 @@ def main():
                         help="fresh processes per start figure in the testing case")
     parser.add_argument("--namespaces", type=int, default=100,
                         help="create_namespace() calls timed in the testing case")
+    parser.add_argument("--big-pods", type=int, default=150000,
+                        help="running pods in the bigstore case")
+    parser.add_argument("--big-nodes", type=int, default=5000,
+                        help="Nodes the bigstore case's pods are bound to")
+    parser.add_argument("--big-namespaces", type=int, default=50,
+                        help="namespaces the bigstore case's pods are spread over")
+    parser.add_argument("--big-dir", help="the bigstore case's work directory, kept: a "
+                        "store filled there by an earlier run of the same sizes is reused")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--smoke", action="store_true",
                         help="every size tiny and one short round: checks that the cases "
@@ -334,6 +344,7 @@ def main():
         (("heartbeats",), lambda d: heartbeat_cases(d, args, report)),
         (("etcd",), lambda d: etcd_cases(d, args, template, body_path, report)),
         (("webhooks",), lambda d: webhook_cases(d, args, body_path, report)),
+        (("bigstore",), lambda d: bigstore_cases(d, args, report)),
         (("scheduling", "deployment", "daemonset", "jobs"),
          lambda d: workload_cases(d, args, report, selected)),
     )
@@ -355,6 +366,7 @@ def main():
     print_workloads(report)
     print_webhooks(report)
     print_testing(report)
+    print_bigstore(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
