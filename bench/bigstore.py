@@ -378,7 +378,8 @@ def print_bigstore(report):
     print(f"  orchd RSS: empty {b['rss_empty_mb']:.0f} MB, filled {b['rss_filled_mb']:.0f} MB, "
           f"restarted {b['rss_loaded_mb']:.0f} MB, after lists {b['rss_after_lists_mb']:.0f} MB; "
           f"{b['bytes_per_object']} bytes per stored object against a pod's "
-          f"{b['pod_json_bytes']} bytes of JSON and {b['pod_stored_bytes']} stored")
+          f"{b['pod_json_bytes']} bytes of JSON and {b['pod_stored_bytes']} stored "
+          f"({b['bytes_per_object'] / b['pod_stored_bytes']:.1f} times)")
     for key, s in b["lists"].items():
         kind, media = key.split("-")
         shape = (f"{s['pages']} pages of {b['page_limit']}: page p50 {s['page_p50_ms']:.1f} ms, "

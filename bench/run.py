@@ -69,6 +69,11 @@ plane: the pytest session fixture's start in --start-runs fresh processes
 1 s), --namespaces per-test namespaces (target under 20 ms each), and, for
 comparison, ``twistd orchd`` from its spawn to its first /readyz 200.
 
+bigstore (bigstore.py): --big-pods running pods bound to --big-nodes Nodes;
+orchd restarted on that store (start-up seconds, RSS, memory per stored
+object against its encoded size), then paged and resourceVersion=0 LISTs of
+every pod in JSON and protobuf (seconds, page p50/p99, bytes).
+
 --cases picks the cases (all by default).
 
 --smoke runs every case once at a tiny size, in a minute or two: the figures
@@ -78,12 +83,13 @@ test_bench.py runs it in CI).
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
                     metrics,audit,heartbeats,etcd,scheduling,deployment,daemonset,jobs,
-                    webhooks,testing]
+                    webhooks,testing,bigstore]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
            [--heartbeat-secs 300] [--renew-interval 10] [--sim-nodes 100] [--pods 1000]
            [--replicas 1000] [--jobs 1000] [--start-runs 10] [--namespaces 100]
+           [--big-pods 150000] [--big-nodes 5000] [--big-namespaces 50] [--big-dir DIR]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
 alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
