@@ -217,6 +217,20 @@ def stored_pods(data_dir):
         db.close()
 
 
+def _protobuf_list(data):
+    """
+    The item count and continue token of a protobuf PodList, read from the
+    messages alone (converting 150,000 pods to dicts takes minutes here).
+    """
+    sys.path.insert(0, ROOT)
+    from orchd.api.proto.envelope import MAGIC, codec
+
+    pb = codec()
+    envelope = pb._unknown.FromString(data[len(MAGIC):])
+    message = pb._schema.kind_message("v1", "PodList").FromString(envelope.raw)
+    return len(message.items), getattr(message.metadata, "continue")
+
+
 def list_pass(orchd, conn, media, limit):
     """
     LIST every pod in pages of C{limit} (0: one LIST at resourceVersion=0):
@@ -225,9 +239,6 @@ def list_pass(orchd, conn, media, limit):
     a page here for its continue token (slow for protobuf in Python) is not
     counted.
     """
-    sys.path.insert(0, ROOT)
-    from orchd.api.proto.envelope import codec
-
     path = f"/api/v1/pods?limit={limit}" if limit else "/api/v1/pods?resourceVersion=0"
     token, times, items, size = None, [], 0, 0
     headers = {"accept": media}
@@ -241,9 +252,12 @@ def list_pass(orchd, conn, media, limit):
         if response.status != 200:
             raise SystemExit(f"LIST of pods failed: {response.status} {data[:200]!r}")
         size += len(data)
-        page = codec().decode(data) if media == PROTOBUF else json.loads(data)
-        items += len(page.get("items") or ())
-        token = (page.get("metadata") or {}).get("continue")
+        if media == PROTOBUF:
+            count, token = _protobuf_list(data)
+        else:
+            page = json.loads(data)
+            count, token = len(page.get("items") or ()), page["metadata"].get("continue")
+        items += count
         if not limit or not token:
             return times, items, sum(times), size
 
