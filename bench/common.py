@@ -41,7 +41,7 @@ def pinned(core, argv):
 class Orchd:
     """A ``twistd orchd`` child process and the files a client needs."""
 
-    def __init__(self, workdir, *flags):
+    def __init__(self, workdir, *flags, ready_timeout=60):
         self.data = os.path.join(workdir, "orchd-data")
         self.port = free_port()
         env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -59,7 +59,7 @@ class Orchd:
         context = ssl.create_default_context(cafile=self.ca)
         context.load_cert_chain(self.cert, self.key)
         self.context = context
-        self._wait_ready()
+        self._wait_ready(ready_timeout)
 
     def _wait_for_files(self):
         deadline = time.time() + 60
@@ -95,8 +95,8 @@ class Orchd:
             conn.close()
         return response.status, data
 
-    def _wait_ready(self):
-        deadline = time.time() + 60
+    def _wait_ready(self, timeout):
+        deadline = time.time() + timeout
         while time.time() < deadline:
             try:
                 if self.request("GET", "/readyz")[0] == 200:

@@ -81,6 +81,11 @@ plane: the pytest session fixture's start in --start-runs fresh processes
 1 s), --namespaces per-test namespaces (target under 20 ms each), and, for
 comparison, ``twistd orchd`` from its spawn to its first /readyz 200.
 
+bigstore (bigstore.py): --big-pods running pods bound to --big-nodes Nodes;
+orchd restarted on that store (start-up seconds, RSS, memory per stored
+object against its encoded size), then paged and resourceVersion=0 LISTs of
+every pod in JSON and protobuf (seconds, page p50/p99, bytes).
+
 --cases picks the cases (all by default).
 
 --smoke runs every case once at a tiny size, in a minute or two: the figures
@@ -90,12 +95,13 @@ test_bench.py runs it in CI).
 Usage: python bench/run.py [--smoke] [--rounds 3] [--secs 8] [--objects 10000] [--json FILE]
            [--cases get,create,list,watch,pages,encoding,authz,encryption,customresources,
                     metrics,audit,heartbeats,cluster,etcd,scheduling,deployment,daemonset,jobs,
-                    webhooks,testing]
+                    webhooks,testing,bigstore]
            [--watchers 1000]
            [--rate 100] [--watch-secs 20] [--page-objects 50000] [--page-limit 500]
            [--page-passes 3] [--roles 1000] [--bindings 5000] [--nodes 1000]
            [--heartbeat-secs 300] [--renew-interval 10] [--sim-nodes 100] [--pods 1000]
            [--replicas 1000] [--jobs 1000] [--start-runs 10] [--namespaces 100]
+           [--big-pods 150000] [--big-nodes 5000] [--big-namespaces 50] [--big-dir DIR]
 Needs: the orchd package importable (pip install .), node (but for heartbeats
 alone), taskset (optional), etcd (Debian's etcd-server, for the etcd case).
 """
@@ -114,6 +120,7 @@ import time
 import urllib.parse
 
 from audit import audit_cases, print_audit
+from bigstore import bigstore_cases, print_bigstore
 from authz import authz_cases, print_authz
 from customresources import customresource_cases, print_customresources
 from encryption import encryption_cases, print_encryption
@@ -130,15 +137,15 @@ from common import (
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
          "customresources", "metrics", "audit", "heartbeats", "cluster", "etcd", "scheduling",
-         "deployment", "daemonset", "jobs", "webhooks", "testing")
+         "deployment", "daemonset", "jobs", "webhooks", "testing", "bigstore")
 
 
 #: The sizes of --smoke (options given on the command line still win).
 SMOKE = dict(rounds=1, secs=1, objects=50, watchers=5, rate=20, watch_secs=2,
              page_objects=100, page_limit=20, page_passes=1, roles=10, bindings=20,
              nodes=5, heartbeat_secs=2, renew_interval=1, cluster_nodes=3, cluster_secs=2,
-             sim_nodes=3, pods=20,
-             replicas=5, jobs=5, start_runs=1, namespaces=5)
+             sim_nodes=3, pods=20, replicas=5, jobs=5, start_runs=1, namespaces=5,
+             big_pods=60, big_nodes=4, big_namespaces=3)
 
 
 #: Seconds the watches stay open and idle before the writes, for the RSS
@@ -365,6 +372,14 @@ def main():
                         help="fresh processes per start figure in the testing case")
     parser.add_argument("--namespaces", type=int, default=100,
                         help="create_namespace() calls timed in the testing case")
+    parser.add_argument("--big-pods", type=int, default=150000,
+                        help="running pods in the bigstore case")
+    parser.add_argument("--big-nodes", type=int, default=5000,
+                        help="Nodes the bigstore case's pods are bound to")
+    parser.add_argument("--big-namespaces", type=int, default=50,
+                        help="namespaces the bigstore case's pods are spread over")
+    parser.add_argument("--big-dir", help="the bigstore case's work directory, kept: a "
+                        "store filled there by an earlier run of the same sizes is reused")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--smoke", action="store_true",
                         help="every size tiny and one short round: checks that the cases "
@@ -414,6 +429,7 @@ def main():
         (("cluster",), lambda d: cluster_cases(d, args, report)),
         (("etcd",), lambda d: etcd_cases(d, args, template, body_path, report)),
         (("webhooks",), lambda d: webhook_cases(d, args, body_path, report)),
+        (("bigstore",), lambda d: bigstore_cases(d, args, report)),
         (("scheduling", "deployment", "daemonset", "jobs"),
          lambda d: workload_cases(d, args, report, selected)),
     )
@@ -436,6 +452,7 @@ def main():
     print_workloads(report)
     print_webhooks(report)
     print_testing(report)
+    print_bigstore(report)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

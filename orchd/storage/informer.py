@@ -7,6 +7,8 @@ the store, and hear of every change through one callback. If the watch
 falls behind the kept history it lists again and reports the difference.
 """
 
+from collections import OrderedDict
+
 import orjson
 from twisted.internet.defer import Deferred, gatherResults
 from twisted.logger import Logger
@@ -15,7 +17,7 @@ from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
 from orchd.storage.watchcache import CachedEvent
 
 #: Listed objects decoded per reactor turn.
-LIST_SLICE = 2000
+LIST_SLICE = 1000
 
 
 def event_object(event):
@@ -35,6 +37,56 @@ def shared_event_object(event):
     if isinstance(event, CachedEvent):
         return event.obj
     return event_object(event)
+
+
+def _listed_object(kv):
+    obj = orjson.loads(kv.value)
+    obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
+    return obj
+
+
+class _ListingDecoder:
+    """
+    The objects of one prefix's listings decoded lately, for the informers
+    listing it at the same time (see L{Informer.start}): the last
+    C{2 * LIST_SLICE} decodings, while any of them lists, forgotten when the
+    last one is done. An object is reused only for the very bytes it was
+    decoded from (the watch cache hands every listing the same bytes
+    object), so listings of different stores never share.
+    """
+
+    _open = {}
+
+    def __init__(self, prefix):
+        self._prefix = prefix
+        self._recent = OrderedDict()
+        self._users = 0
+
+    @classmethod
+    def open(cls, prefix):
+        decoder = cls._open.get(prefix)
+        if decoder is None:
+            decoder = cls._open[prefix] = cls(prefix)
+        decoder._users += 1
+        return decoder
+
+    def close(self):
+        self._users -= 1
+        if not self._users:
+            self._recent.clear()
+            del self._open[self._prefix]
+
+    def decode(self, kv):
+        """The object of C{kv} with its resourceVersion; it must not be changed."""
+        recent = self._recent
+        entry = recent.get(kv.key)
+        if entry is not None and entry[0] is kv.value and entry[1] == kv.mod_revision:
+            return entry[2]
+        obj = _listed_object(kv)
+        recent[kv.key] = (kv.value, kv.mod_revision, obj)
+        if len(recent) > 2 * LIST_SLICE:
+            recent.popitem(last=False)
+        return obj
 
 
 def start_all(informers):
@@ -59,8 +111,9 @@ class Informer:
         all of it. A handler that needs little of it keeps the process lean by
         keeping only that: what is kept is what it gets as C{old}, and as
         C{obj} too for deletions found by listing again. With a C{keep}, the
-        C{obj} of a watched change is the one decoded for every informer of
-        the resource (a pod change is not decoded once per controller), so
+        C{obj} of a watched change or of a listed object is the one decoded
+        for every informer of the resource (a pod change is not decoded once
+        per controller), so
         neither C{keep} nor C{on_change} may change it (nor what C{keep}
         takes of it unchanged, such as its labels); without one, the cache
         holds objects of this informer's own, which its user may change.
@@ -90,33 +143,67 @@ class Informer:
         A long listing is decoded a slice per reactor turn (tens of thousands
         of pods take seconds, and many informers list at once when the
         controllers start, which must not stall the Lease renewal or anyone's
-        request); the cache then changes, and handlers hear of it, at once.
+        request); the cache then changes at once, and handlers hear of it,
+        again a slice per turn.
+
+        Only what is kept is held between the two passes: a listing held
+        decoded costs several times its encoded size (a 3.7 KB pod is 16 KB
+        of dicts and strings), once per informer, and a dozen informers
+        follow pods. An informer with a C{keep} decodes each listed object
+        twice, through a small memory of recent decodings (L{_ListingDecoder})
+        shared by the informers listing the same prefix: they list in step,
+        a slice each in turn, so an object is decoded once per pass for all
+        of them, and what they keep of it (names, labels) is shared.
         """
         page = await self._store.list(self._prefix)
+        shared = self._decode is shared_event_object
+        decoder = _ListingDecoder.open(self._prefix) if shared else None
+        try:
+            await self._replace(page, decoder)
+        finally:
+            if decoder is not None:
+                decoder.close()
+        if self._stopped:
+            return
+        self._watch = await self._store.watch(
+            self._prefix, page.revision, self._events, self._failed)
+
+    async def _replace(self, page, decoder):
+        """Make the cache C{page}'s state, and tell the handlers what changed."""
         listed = []
+        keep = self._keep
         for index, kv in enumerate(page.items):
             if index and index % LIST_SLICE == 0:
                 await self._next_turn()
                 if self._stopped:
                     return
-            obj = orjson.loads(kv.value)
-            obj["metadata"]["resourceVersion"] = str(kv.mod_revision)
-            listed.append((kv, obj))
+            if decoder is None:
+                kept = keep(_listed_object(kv))
+            else:
+                kept = keep(decoder.decode(kv))
+            listed.append((kv, kept))
         old_cache, self.cache = self.cache, {}
         old_revisions, self._revisions = self._revisions, {}
         self.revision = page.revision
-        for kv, obj in listed:
-            self.cache[kv.key] = self._keep(obj)
+        changed = []
+        for kv, kept in listed:
+            self.cache[kv.key] = kept
             self._revisions[kv.key] = kv.mod_revision
             if kv.key not in old_cache:
-                self._notify(ADDED, obj, None)
+                changed.append((kv, kept, None))
             elif old_revisions[kv.key] != kv.mod_revision:
-                self._notify(MODIFIED, obj, old_cache[kv.key])
+                changed.append((kv, kept, old_cache[kv.key]))
+        del listed
+        for index, (kv, kept, old) in enumerate(changed):
+            if index and index % LIST_SLICE == 0:
+                await self._next_turn()
+                if self._stopped:
+                    return
+            obj = kept if decoder is None else decoder.decode(kv)
+            self._notify(ADDED if old is None else MODIFIED, obj, old)
         for key, kept in old_cache.items():
             if key not in self.cache:
                 self._notify(DELETED, kept, kept)
-        self._watch = await self._store.watch(
-            self._prefix, page.revision, self._events, self._failed)
 
     def _next_turn(self):
         clock = self._clock

@@ -635,8 +635,16 @@ class WatchCache:
         for event in events:
             if event.revision <= self.revision:
                 continue
-            cached = CachedEvent(event.type, event.key, event.revision, event.value,
-                                 event.prev_value)
+            value, prev_value = event.value, event.prev_value
+            held = self.state.get(event.key)
+            if held is not None:
+                # The store's copy of the key's last state is the very bytes
+                # the cache holds (and history may too): keep one of them.
+                if prev_value is not None and prev_value == held[0]:
+                    prev_value = held[0]
+                elif event.type == DELETED and value == held[0]:
+                    value = held[0]
+            cached = CachedEvent(event.type, event.key, event.revision, value, prev_value)
             if event.type == DELETED:
                 self.state.pop(event.key, None)
             else:

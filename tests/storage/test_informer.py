@@ -6,8 +6,8 @@ from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.storage.cachedreads import CachedReads
-from orchd.storage.informer import LIST_SLICE, Informer
-from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError
+from orchd.storage.informer import LIST_SLICE, Informer, _ListingDecoder
+from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError, KeyValue
 from orchd.storage.memory import MemoryStore
 from orchd.storage.watchcache import WatchCache
 
@@ -197,3 +197,66 @@ class SharedDecodingTests(SynchronousTestCase):
         for event in self.cache.history:
             self.assertIsNone(event._obj)
             self.assertIsNone(event._prev)
+
+
+class SharedListingTests(SynchronousTestCase):
+    """Informers listing one watch cache at once decode each listed object once per pass."""
+
+    def setUp(self):
+        self.store = MemoryStore()
+        for i in range(LIST_SLICE + 2):
+            self.successResultOf(self.store.create(PREFIX + f"t{i:05d}", thing(f"t{i:05d}", "red")))
+        self.cache = WatchCache(self.store, PREFIX, Clock())
+        self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
+        self.addCleanup(self.cache.stop)
+        self.reads = CachedReads({PREFIX: self.cache}, self.store)
+        self.clock = Clock()
+
+    def informer(self, seen, keep=uid_only):
+        informer = Informer(self.reads, PREFIX, lambda type, obj, old: seen.append(
+            (obj, len(informer.cache))), keep=keep, clock=self.clock)
+        self.addCleanup(informer.stop)
+        return informer
+
+    def test_listed_objects_are_shared_and_then_forgotten(self):
+        """Two informers with a keep listing together get the same objects; none is held after."""
+        first_seen, second_seen = [], []
+        started = [Deferred.fromCoroutine(self.informer(seen).start())
+                   for seen in (first_seen, second_seen)]
+        self.clock.advance(0)
+        for d in started:
+            self.successResultOf(d)
+        self.assertEqual(len(first_seen), LIST_SLICE + 2)
+        for (first, _), (second, _) in zip(first_seen, second_seen):
+            self.assertIs(first, second)
+        self.assertEqual(first_seen[-1][0]["metadata"]["resourceVersion"],
+                         str(LIST_SLICE + 2))
+        self.assertEqual(_ListingDecoder._open, {})
+
+    def test_handlers_hear_of_the_listing_once_the_cache_holds_it(self):
+        """Every listed object is in the cache before the handlers hear of the first."""
+        seen = []
+        started = Deferred.fromCoroutine(self.informer(seen).start())
+        self.clock.advance(0)
+        self.successResultOf(started)
+        self.assertEqual({size for _, size in seen}, {LIST_SLICE + 2})
+
+    def test_whole_objects_are_the_informers_own(self):
+        """An informer without keep is handed the very objects its cache holds."""
+        seen = []
+        informer = self.informer(seen, keep=None)
+        started = Deferred.fromCoroutine(informer.start())
+        self.clock.advance(0)
+        self.successResultOf(started)
+        self.assertIs(seen[0][0], informer.cache[PREFIX + "t00000"])
+
+    def test_decoder_reuses_only_the_same_bytes(self):
+        """A recent decoding serves only the same bytes object at the same revision."""
+        decoder = _ListingDecoder.open(PREFIX)
+        self.addCleanup(decoder.close)
+        value = thing("a", "red")
+        first = decoder.decode(KeyValue(PREFIX + "a", value, 1, 1))
+        self.assertIs(decoder.decode(KeyValue(PREFIX + "a", value, 1, 1)), first)
+        self.assertIsNot(decoder.decode(KeyValue(PREFIX + "a", bytes(bytearray(value)), 1, 1)),
+                         first)
+        self.assertIsNot(decoder.decode(KeyValue(PREFIX + "a", value, 1, 2)), first)

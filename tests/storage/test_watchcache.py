@@ -12,7 +12,7 @@ from zope.interface.verify import verifyObject
 
 from orchd.storage import watchcache
 from orchd.storage.interfaces import (
-    ADDED, DELETED, MODIFIED, CompactedError, IWatchEncoder, StoreUnavailableError,
+    ADDED, DELETED, MODIFIED, CompactedError, Event, IWatchEncoder, StoreUnavailableError,
 )
 from orchd.storage.memory import MemoryStore
 from orchd.storage.watchcache import CacheWatcher, WatchCache
@@ -399,3 +399,35 @@ class WatchGroupTests(SynchronousTestCase):
             self.assertEqual(sink.frames(), ["fmt:ADDED:a", "fmt:ADDED:b"])
         group, = self.cache.groups.values()
         self.assertEqual(group.frames, [])
+
+
+class HistoryMemoryTests(SynchronousTestCase):
+    """History holds one copy of each state's bytes, however many changes refer to it."""
+
+    def test_previous_and_removed_states_are_the_bytes_already_held(self):
+        """An update's previous value and a deletion's value are the cached state's bytes."""
+        cache = WatchCache(MemoryStore(), PREFIX, Clock())
+        self.addCleanup(cache.stop)
+        self.successResultOf(Deferred.fromCoroutine(cache.start()))
+        key = PREFIX + "a"
+
+        def copy(value):
+            # A store reads its own copy of a value (LevelDB does).
+            return bytes(bytearray(value))
+
+        red, blue = thing("a", "red"), thing("a", "blue")
+        cache._apply([Event(ADDED, key, red, 1, 1)])
+        cache._apply([Event(MODIFIED, key, blue, 2, 1, copy(red))])
+        added, modified = cache.history
+        self.assertIs(modified.prev_value, added.value)
+        self.assertEqual(modified.prev["colour"], "red")
+        cache._apply([Event(DELETED, key, copy(blue), 3, 1)])
+        deleted = cache.history[-1]
+        self.assertIs(deleted.value, modified.value)
+        self.assertEqual(deleted.obj["colour"], "blue")
+        # Bytes that differ from the cached state are kept as the store gave them.
+        other = thing("b", "green")
+        cache._apply([Event(ADDED, PREFIX + "b", other, 4, 4)])
+        changed = copy(thing("b", "grey"))
+        cache._apply([Event(MODIFIED, PREFIX + "b", thing("b", "pink"), 5, 4, changed)])
+        self.assertIs(cache.history[-1].prev_value, changed)
