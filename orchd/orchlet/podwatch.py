@@ -118,6 +118,8 @@ class PodWatch:
         """List if needed, then watch until the stream ends; False after a failure."""
         if self.version is None and not await self._list():
             return False
+        if not self._running:           # stopped while listing
+            return True
         try:
             code, stream = await self.api.watch(
                 f"{self.path}&watch=true&allowWatchBookmarks=true"
@@ -129,6 +131,8 @@ class PodWatch:
             self.version = None
             return False
         self.stream = stream
+        if not self._running:           # stopped while the watch was being opened
+            stream.stop()
         ended = Deferred()
         stream.ended.addBoth(lambda _: ended.callback(None))
         try:

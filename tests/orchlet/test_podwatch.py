@@ -1,5 +1,6 @@
 """Following pods: one list, then one watch, each pod handed to the worker of its node."""
 
+from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -119,3 +120,36 @@ class PodWatchTests(SynchronousTestCase):
         self.assertTrue(self.api.stream.ended.called)
         self.clock.advance(60)
         self.assertEqual(len(self.api.calls()), 2)
+
+    def test_stop_while_the_watch_opens(self):
+        """A stop that comes while the watch is being opened ends that watch once it answers."""
+        opening = Deferred()
+        watch = self.api.watch
+
+        async def slow_watch(path, on_event):
+            await opening
+            return await watch(path, on_event)
+
+        self.api.watch = slow_watch
+        self.start()
+        stopped = self.watch.stop()
+        self.assertNoResult(stopped)
+        opening.callback(None)
+        self.successResultOf(stopped)
+        self.assertTrue(self.api.stream.ended.called)
+
+    def test_stop_while_listing(self):
+        """A stop that comes while the pods are being listed opens no watch."""
+        listing = Deferred()
+        request = self.api.request
+
+        async def slow_request(method, path, body=None, content_type="application/json"):
+            await listing
+            return await request(method, path, body, content_type)
+
+        self.api.request = slow_request
+        self.start()
+        stopped = self.watch.stop()
+        listing.callback(None)
+        self.successResultOf(stopped)
+        self.assertEqual(self.api.calls("WATCH"), [])
