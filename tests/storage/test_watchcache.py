@@ -65,7 +65,19 @@ class Sink:
         return [frame for frame in self.data.decode().split(";") if frame]
 
 
-class WatchCacheEncoderTests(SynchronousTestCase):
+class StoreWrites:
+    """Tests writing things of a colour into C{self.store}."""
+
+    def write(self, name, colour):
+        key = PREFIX + name
+        current = self.successResultOf(self.store.get(key))
+        if current is None:
+            return self.successResultOf(self.store.create(key, thing(name, colour)))
+        return self.successResultOf(self.store.update(key, thing(name, colour),
+                                                      current.mod_revision))
+
+
+class WatchCacheEncoderTests(StoreWrites, SynchronousTestCase):
     def setUp(self):
         self.clock = Clock()
         self.store = MemoryStore()
@@ -75,14 +87,6 @@ class WatchCacheEncoderTests(SynchronousTestCase):
 
     def start_cache(self):
         self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
-
-    def write(self, name, colour):
-        key = PREFIX + name
-        current = self.successResultOf(self.store.get(key))
-        if current is None:
-            return self.successResultOf(self.store.create(key, thing(name, colour)))
-        return self.successResultOf(self.store.update(key, thing(name, colour),
-                                                      current.mod_revision))
 
     def watcher(self, key="fmt", after=None, bookmarks=False):
         sink = Sink()
@@ -218,7 +222,7 @@ def red_only(calls):
     return selected
 
 
-class WatchGroupTests(SynchronousTestCase):
+class WatchGroupTests(StoreWrites, SynchronousTestCase):
     def setUp(self):
         self.clock = Clock()
         self.store = MemoryStore()
@@ -226,14 +230,6 @@ class WatchGroupTests(SynchronousTestCase):
         self.addCleanup(self.cache.stop)
         self.calls = []
         self.successResultOf(Deferred.fromCoroutine(self.cache.start()))
-
-    def write(self, name, colour):
-        key = PREFIX + name
-        current = self.successResultOf(self.store.get(key))
-        if current is None:
-            return self.successResultOf(self.store.create(key, thing(name, colour)))
-        return self.successResultOf(self.store.update(key, thing(name, colour),
-                                                      current.mod_revision))
 
     def watcher(self, selected=None, after=None, key="fmt", bookmarks=False):
         sink = CountingSink()
