@@ -27,15 +27,19 @@ class NamespaceLifecycle:
     def admit(self, attributes):
         pass
 
-    async def validate(self, attributes):
+    def validate(self, attributes):
         info = attributes.info
         if info.resource == "namespaces" and info.group == "":
             if attributes.operation == DELETE and attributes.name in self._immortal:
                 raise StatusError.forbidden(
                     "namespaces", "", attributes.name, "this namespace may not be deleted")
-            return
+            return None
         if attributes.operation != CREATE or not info.namespaced or not info.stored:
-            return
+            return None
+        return self._check_namespace(attributes)
+
+    async def _check_namespace(self, attributes):
+        info = attributes.info
         namespace = await self._get_namespace(attributes.namespace)
         if namespace is None:
             raise StatusError.not_found("namespaces", "", attributes.namespace)

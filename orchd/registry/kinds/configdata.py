@@ -56,8 +56,11 @@ def _map_errors(obj, field):
     if not isinstance(values, dict):
         return [FieldError.type_invalid(field, values, "must be a map of strings")], 0
     errors, size = [], 0
+    valid = _KEY.match
     for key, value in values.items():
-        errors += config_key_errors(key, f"{field}[{key}]")
+        # Most keys are valid: their path is spelt only for an error.
+        if not (len(key) <= 253 and key[:1] != "." and valid(key)):
+            errors += config_key_errors(key, f"{field}[{key}]")
         if not isinstance(value, str):
             errors.append(FieldError.type_invalid(f"{field}[{key}]", value, "must be a string"))
             continue
