@@ -293,8 +293,30 @@ class WatchHub:
             self._publishing = False
 
     def _fan_out(self, batch):
-        for prefix, watches in list(self._live.items()):
-            matching = [e for e in batch if e.key.startswith(prefix)] if prefix else batch
+        live = self._live
+        # Watched prefixes are mostly a resource's or a namespace's, ending
+        # at a "/": each key is looked up by the prefixes it has, rather
+        # than every watched prefix tested against every key.
+        by_prefix = {}
+        for event in batch:
+            key = event.key
+            end = key.find("/")
+            while end >= 0:
+                prefix = key[:end + 1]
+                if prefix in live:
+                    matched = by_prefix.get(prefix)
+                    if matched is None:
+                        by_prefix[prefix] = [event]
+                    else:
+                        matched.append(event)
+                end = key.find("/", end + 1)
+        for prefix, watches in list(live.items()):
+            if prefix[-1:] == "/":
+                matching = by_prefix.get(prefix)
+            elif prefix:
+                matching = [e for e in batch if e.key.startswith(prefix)]
+            else:
+                matching = batch
             if not matching:
                 continue
             last = matching[-1].revision
