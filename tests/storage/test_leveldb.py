@@ -113,6 +113,19 @@ class LevelDBStoreTests(TestCase):
         self.assertLessEqual(self.store.batches_written, 3)
         self.assertEqual(await self.store.count(CM), 100)
 
+    async def test_writes_of_one_turn_share_a_batch(self):
+        """Writes decided in one reactor turn, the first among them, go in one synced batch."""
+        writes = [self.store.create(CM + str(n), b"") for n in range(5)]
+        await defer.gatherResults(writes)
+        self.assertEqual(self.store.batches_written, 1)
+
+    async def test_writer_thread_ends_with_the_store(self):
+        """Closing the store ends its writer thread."""
+        await self.store.create(CM + "a", b"")
+        thread = self.store._writer._thread
+        await self.store.close()
+        self.assertFalse(thread.is_alive())
+
     async def test_batch_sizes_observed(self):
         """Each group commit's write count lands in the batch-size histogram."""
         from orchd.api.metrics import Histogram
