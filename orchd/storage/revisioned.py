@@ -237,6 +237,9 @@ class WatchHub:
         self._clock = clock
         self._replay_chunk = replay_chunk
         self._live = {}
+        #: The live watches whose prefix does not end at a "/" (or is empty),
+        #: which a key's prefixes cannot name: the same lists as in C{_live}.
+        self._partial = {}
         self._replaying = set()
         self._queue = deque()
         self._publishing = False
@@ -257,7 +260,12 @@ class WatchHub:
                 return
             if watch.position >= self._committed():
                 self._replaying.discard(watch)
-                self._live.setdefault(watch.prefix, []).append(watch)
+                watches = self._live.get(watch.prefix)
+                if watches is None:
+                    watches = self._live[watch.prefix] = []
+                    if watch.prefix[-1:] != "/":
+                        self._partial[watch.prefix] = watches
+                watches.append(watch)
                 return
             try:
                 events, watch.position = self._read_events(
@@ -296,7 +304,8 @@ class WatchHub:
         live = self._live
         # Watched prefixes are mostly a resource's or a namespace's, ending
         # at a "/": each key is looked up by the prefixes it has, rather
-        # than every watched prefix tested against every key.
+        # than every watched prefix (one per stored resource) tested
+        # against every key.
         by_prefix = {}
         for event in batch:
             key = event.key
@@ -310,14 +319,13 @@ class WatchHub:
                     else:
                         matched.append(event)
                 end = key.find("/", end + 1)
-        for prefix, watches in list(live.items()):
-            if prefix[-1:] == "/":
-                matching = by_prefix.get(prefix)
-            elif prefix:
-                matching = [e for e in batch if e.key.startswith(prefix)]
-            else:
-                matching = batch
-            if not matching:
+        for prefix, watches in list(self._partial.items()):
+            matching = [e for e in batch if e.key.startswith(prefix)] if prefix else batch
+            if matching:
+                by_prefix[prefix] = matching
+        for prefix, matching in by_prefix.items():
+            watches = live.get(prefix)
+            if not watches:
                 continue
             last = matching[-1].revision
             for watch in list(watches):
@@ -348,6 +356,7 @@ class WatchHub:
             watches.remove(watch)
             if not watches:
                 del self._live[watch.prefix]
+                self._partial.pop(watch.prefix, None)
 
     def _end(self, watch, error):
         self.forget(watch)
