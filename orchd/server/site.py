@@ -166,9 +166,11 @@ class APIServer(Resource):
             raise
         request.api_user = user
         auditor.authenticated(request, info, user)
-        acting = await self.impersonation.apply(request, user)
+        acting = self.impersonation.apply(request, user)
         if acting is not user:
-            auditor.impersonated(request, acting)
+            acting = await acting
+            if acting is not user:
+                auditor.impersonated(request, acting)
         user = acting
         try:
             slot = self.limiter.acquire(info)
