@@ -169,6 +169,13 @@ class ConfigDataTests(SynchronousTestCase):
                      ("type", e.field) for e in errors]
             self.assertEqual((found, size), one_by_one(values), values)
 
+    def test_config_key_with_final_newline(self):
+        """A config key ending in a newline is refused, as upstream's expression refuses it."""
+        code, status, _ = self.api.call("POST", "/api/v1/namespaces/default/configmaps",
+                                        {"metadata": {"name": "a"}, "data": {"key\n": "x"}})
+        self.assertEqual(code, 422)
+        self.assertIn("data[key\n]", status["message"])
+
     def test_immutable_configmap(self):
         """An immutable ConfigMap's data cannot change, nor can it become mutable."""
         path = "/api/v1/namespaces/default/configmaps"

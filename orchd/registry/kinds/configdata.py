@@ -20,7 +20,8 @@ from orchd.registry.kinds.bootstraptoken import bootstrap_token_errors
 from orchd.registry.strategy import DefaultStrategy, IStrategy, immutable_field
 
 MAX_SIZE = 1024 * 1024
-_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# \Z, not $: Go's $ ends the text, Python's also lets a final newline through.
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 _KEY_MESSAGE = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
     "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
