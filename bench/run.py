@@ -483,10 +483,15 @@ def floor_cases(workdir, args, selected, template, body_path, report):
             for name, (orchd_path, floor_path, method) in cases.items():
                 for conns in (16, 64):
                     post = method == "POST"
-                    for who, url in (("orchd", orchd.url + orchd_path),
-                                     ("floor", floor.url + floor_path)):
+                    for who, server, url in (("orchd", orchd, orchd.url + orchd_path),
+                                             ("floor", floor, floor.url + floor_path)):
+                        before = cpu_seconds(server.process.pid)
                         run = hload(orchd, url, conns, args.secs, method,
                                     body_path if post else None, gen_name=post and who == "orchd")
+                        # CPU time per request: on a shared, busy machine the
+                        # servers' requests/s say more of the load than of them.
+                        run["cpu_us"] = ((cpu_seconds(server.process.pid) - before)
+                                         / max(run["requests"], 1) * 1e6)
                         results.setdefault(f"{name}-{conns}-{who}", []).append(run)
             if "list" in selected:
                 run = hload(orchd, orchd.url + "/api/v1/namespaces/bench-list/configmaps", 1,
@@ -498,10 +503,16 @@ def floor_cases(workdir, args, selected, template, body_path, report):
         orchd.stop()
     for key, runs in results.items():
         report[key] = summarize(runs)
+        if "cpu_us" in runs[0]:
+            report[key]["cpu_us"] = round(statistics.median(r["cpu_us"] for r in runs), 1)
     for name in cases:
         for conns in (16, 64):
             mine, base = report[f"{name}-{conns}-orchd"], report[f"{name}-{conns}-floor"]
             report[f"{name}-{conns}-ratio"] = round(mine["rps"] / base["rps"], 3)
+            # The floor's CPU per request over orchd's: the ratio requests/s
+            # would have were both servers held back by nothing but their CPU.
+            report[f"{name}-{conns}-cpu_ratio"] = (
+                round(base["cpu_us"] / mine["cpu_us"], 3) if mine["cpu_us"] else None)
     if "list" in selected:
         report["list_seconds"] = round(report["list"]["p50_ms"] / 1000, 3)
 
@@ -586,14 +597,18 @@ def print_report(report):
         print(f"orchd vs floor, medians of {report['rounds']} rounds of {report['secs']:g}s")
     if compared:
         print(f"{'case':<14}{'orchd req/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-              f"{'floor req/s':>13}{'ratio':>8}{'errors':>8}")
+              f"{'floor req/s':>13}{'ratio':>8}{'errors':>8}"
+              f"{'orchd CPU us':>14}{'floor CPU us':>14}{'CPU ratio':>11}")
     for name in compared:
         for conns in (16, 64):
             mine = report[f"{name}-{conns}-orchd"]
             base = report[f"{name}-{conns}-floor"]
+            cpu_ratio = report[f"{name}-{conns}-cpu_ratio"]
             print(f"{name + '@' + str(conns):<14}{mine['rps']:>12.0f}{mine['p50_ms']:>9.2f}"
                   f"{mine['p99_ms']:>9.2f}{base['rps']:>13.0f}"
-                  f"{report[f'{name}-{conns}-ratio']:>8.2f}{mine['errors'] + mine['non_2xx']:>8}")
+                  f"{report[f'{name}-{conns}-ratio']:>8.2f}{mine['errors'] + mine['non_2xx']:>8}"
+                  f"{mine['cpu_us']:>14.0f}{base['cpu_us']:>14.0f}"
+                  + (f"{cpu_ratio:>11.2f}" if cpu_ratio is not None else f"{'-':>11}"))
     if "list" in report["cases"]:
         print(f"LIST of {report['objects']} objects: {report['list_seconds']:.3f} s (median)")
     if "watch" in report:

@@ -66,12 +66,15 @@ class _SignerCheck:
     def admit(self, attributes):
         pass
 
-    async def validate(self, attributes):
+    def validate(self, attributes):
         if not _is_csr(attributes) or attributes.operation != UPDATE \
                 or attributes.subresource != self.subresource:
-            return
+            return None
         if not self.changes(attributes.obj or {}, attributes.old or {}):
-            return
+            return None
+        return self._check_signer(attributes)
+
+    async def _check_signer(self, attributes):
         signer = _signer_name(attributes.old)
         if not await authorized_for_signer(self._authorizer, attributes.user, self.verb, signer):
             _refuse(attributes, f'user not permitted to {self.verb} requests with '

@@ -5,7 +5,13 @@ import inspect
 
 
 class AdmissionChain:
-    """All mutating steps, in order, then (separately) all validating steps."""
+    """
+    All mutating steps, in order, then (separately) all validating steps.
+
+    Most plugins have nothing to do for most writes and return None at once
+    (see L{orchd.admission.interfaces.IAdmissionPlugin}): only what they
+    return otherwise is awaited.
+    """
 
     def __init__(self, plugins=()):
         self._plugins = tuple(plugins)
@@ -13,11 +19,11 @@ class AdmissionChain:
     async def admit(self, attributes):
         for plugin in self._plugins:
             result = plugin.admit(attributes)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 await result
 
     async def validate(self, attributes):
         for plugin in self._plugins:
             result = plugin.validate(attributes)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 await result

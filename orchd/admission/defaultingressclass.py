@@ -69,9 +69,12 @@ class DefaultIngressClass:
     def __init__(self, store):
         self._store = store
 
-    async def admit(self, attributes):
+    def admit(self, attributes):
         if not creates(attributes, NETWORKING, "ingresses"):
-            return
+            return None
+        return self._admit_ingress(attributes)
+
+    async def _admit_ingress(self, attributes):
         ingress = attributes.obj
         spec = ingress.get("spec")
         if spec is not None and not isinstance(spec, dict):

@@ -64,9 +64,12 @@ class DefaultStorageClass:
     def __init__(self, store):
         self._store = store
 
-    async def admit(self, attributes):
+    def admit(self, attributes):
         if not creates(attributes, CORE, "persistentvolumeclaims"):
-            return
+            return None
+        return self._admit_claim(attributes)
+
+    async def _admit_claim(self, attributes):
         claim = attributes.obj
         spec = claim.get("spec")
         if (spec is not None and not isinstance(spec, dict)) or claim_has_class(claim):

@@ -42,21 +42,20 @@ class RBACEscalation:
     def admit(self, attributes):
         pass
 
-    async def validate(self, attributes):
+    def validate(self, attributes):
         info = attributes.info
         if info.group != RBAC or attributes.subresource or \
                 attributes.operation not in (CREATE, UPDATE):
-            return
+            return None
         if info.resource not in _ROLES + _BINDINGS:
-            return
+            return None
         if MASTERS in attributes.user.groups:
-            return
+            return None
         if attributes.operation == UPDATE and _only_gc_fields(attributes.obj, attributes.old):
-            return
+            return None
         if info.resource in _ROLES:
-            await self._check_role(attributes)
-        else:
-            await self._check_binding(attributes)
+            return self._check_role(attributes)
+        return self._check_binding(attributes)
 
     async def _check_role(self, attributes):
         name = attributes.name if attributes.operation == UPDATE else ""

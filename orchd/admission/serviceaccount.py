@@ -84,10 +84,13 @@ class ServiceAccountAdmission:
         annotations = (pod.get("metadata") or {}).get("annotations")
         return isinstance(annotations, dict) and MIRROR_ANNOTATION in annotations
 
-    async def admit(self, attributes):
+    def admit(self, attributes):
+        if not self._applies(attributes) or self._is_mirror(attributes.obj):
+            return None
+        return self._admit_pod(attributes)
+
+    async def _admit_pod(self, attributes):
         pod = attributes.obj
-        if not self._applies(attributes) or self._is_mirror(pod):
-            return
         spec = pod.get("spec")
         if not isinstance(spec, dict):
             return      # validation refuses it

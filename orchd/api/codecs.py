@@ -91,7 +91,7 @@ def decode(data, syntax=JSON, duplicates=False):
     """
     if syntax == JSON:
         value = loads_json(data)
-        return value, json_duplicates(data) if duplicates else []
+        return value, json_duplicates(data, value) if duplicates else []
     if syntax == YAML:
         value, repeated = _yaml(data)
         return value, repeated if duplicates else []

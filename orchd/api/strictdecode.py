@@ -57,8 +57,16 @@ def _tracked(pairs):
     return mapping
 
 
-def json_duplicates(data):
-    """The paths of keys repeated within one object of a JSON document."""
+def json_duplicates(data, value=None):
+    """
+    The paths of keys repeated within one object of a JSON document.
+
+    @param value: C{data} as already decoded (orjson, where the last of
+        repeated keys wins), if it is: the common answer, none, is then
+        found by counting keys rather than by decoding C{data} again.
+    """
+    if value is not None and _spells_no_key_twice(data, value):
+        return []
     # A first pass only looks for any duplicate: the common answer is none.
     try:
         json.loads(data, object_pairs_hook=_detect)
@@ -70,6 +78,41 @@ def json_duplicates(data):
     found = []
     _walk_json(json.loads(data, object_pairs_hook=_tracked), "", found)
     return list(dict.fromkeys(found))
+
+
+def _decoded_keys(value):
+    """How many keys the objects of a decoded JSON value hold, in all."""
+    count = 0
+    if type(value) is dict:
+        count = len(value)
+        value = value.values()
+    elif type(value) is not list:
+        return 0
+    for item in value:
+        kind = type(item)
+        if kind is dict or kind is list:
+            count += _decoded_keys(item)
+    return count
+
+
+def _spells_no_key_twice(text, value):
+    """
+    Whether the valid JSON document C{text} (bytes or str), decoded as
+    C{value}, spells as many keys as C{value}'s objects hold: then no key
+    repeats within an object (nor is one key spelt two ways, C{"a"} and
+    C{"\\u0061"}). A key is a colon outside the document's strings.
+    """
+    keys = _decoded_keys(value)
+    colon, quote, backslash = (b":", b'"', b"\\") if isinstance(text, bytes) else (":", '"', "\\")
+    colons = text.count(colon)
+    if colons == keys:
+        return True     # no string holds a colon
+    # Drop the strings and count again. An escape is a backslash and the
+    # character after it, so pairs of backslashes go first, then escaped
+    # quotes; what is left between two quotes is then one string.
+    if backslash in text:
+        text = text.replace(backslash + backslash, text[:0]).replace(backslash + quote, text[:0])
+    return text[:0].join(text.split(quote)[::2]).count(colon) == keys
 
 
 def _walk_json(value, path, found):

@@ -94,7 +94,9 @@ class Catalog:
         #: Where Services take cluster IPs and node ports (default range if None).
         self.allocators = allocators or ServiceAllocators(store)
         self.clock = clock
-        self.admission = AdmissionChain((NamespaceLifecycle(self.get_namespace),) + tuple(plugins))
+        self.admission = AdmissionChain(
+            (NamespaceLifecycle(self.get_namespace, cached_namespace=self.cached_namespace),)
+            + tuple(plugins))
         self._resources = {}
         self._preferred = {}
         self._virtual = virtual or {}
@@ -242,6 +244,15 @@ class Catalog:
         namespaces = self.resource("", "namespaces")
         key = namespaces.info.key("", name)
         kv = self.caches[namespaces.info.key_prefix()].get(key) or await self.store.get(key)
+        return namespaces.decode(kv) if kv is not None else None
+
+    def cached_namespace(self, name):
+        """
+        The namespace object called C{name} if the watch cache holds it, else
+        None (it may still exist: ask L{get_namespace}).
+        """
+        namespaces = self.resource("", "namespaces")
+        kv = self.caches[namespaces.info.key_prefix()].get(namespaces.info.key("", name))
         return namespaces.decode(kv) if kv is not None else None
 
     def system_context(self, namespace=""):

@@ -9,8 +9,6 @@ Objects are JSON-shaped dicts; the store keeps them as JSON bytes with the
 resourceVersion left out, since that is the store's own revision.
 """
 
-import uuid
-
 import orjson
 
 from orchd.admission.interfaces import CREATE, DELETE, UPDATE, AdmissionAttributes
@@ -103,7 +101,7 @@ class ResourceStore(ResourceReads):
         if not tracked:
             obj = self._track(ctx, None, obj)
             meta = obj["metadata"]
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = metadata.new_uid()
         meta["creationTimestamp"] = metadata.rfc3339(self.clock.seconds())
         meta["generation"] = 1
         generated = False

@@ -237,6 +237,9 @@ class WatchHub:
         self._clock = clock
         self._replay_chunk = replay_chunk
         self._live = {}
+        #: The live watches whose prefix does not end at a "/" (or is empty),
+        #: which a key's prefixes cannot name: the same lists as in C{_live}.
+        self._partial = {}
         self._replaying = set()
         self._queue = deque()
         self._publishing = False
@@ -257,7 +260,12 @@ class WatchHub:
                 return
             if watch.position >= self._committed():
                 self._replaying.discard(watch)
-                self._live.setdefault(watch.prefix, []).append(watch)
+                watches = self._live.get(watch.prefix)
+                if watches is None:
+                    watches = self._live[watch.prefix] = []
+                    if watch.prefix[-1:] != "/":
+                        self._partial[watch.prefix] = watches
+                watches.append(watch)
                 return
             try:
                 events, watch.position = self._read_events(
@@ -293,9 +301,31 @@ class WatchHub:
             self._publishing = False
 
     def _fan_out(self, batch):
-        for prefix, watches in list(self._live.items()):
+        live = self._live
+        # Watched prefixes are mostly a resource's or a namespace's, ending
+        # at a "/": each key is looked up by the prefixes it has, rather
+        # than every watched prefix (one per stored resource) tested
+        # against every key.
+        by_prefix = {}
+        for event in batch:
+            key = event.key
+            end = key.find("/")
+            while end >= 0:
+                prefix = key[:end + 1]
+                if prefix in live:
+                    matched = by_prefix.get(prefix)
+                    if matched is None:
+                        by_prefix[prefix] = [event]
+                    else:
+                        matched.append(event)
+                end = key.find("/", end + 1)
+        for prefix, watches in list(self._partial.items()):
             matching = [e for e in batch if e.key.startswith(prefix)] if prefix else batch
-            if not matching:
+            if matching:
+                by_prefix[prefix] = matching
+        for prefix, matching in by_prefix.items():
+            watches = live.get(prefix)
+            if not watches:
                 continue
             last = matching[-1].revision
             for watch in list(watches):
@@ -326,6 +356,7 @@ class WatchHub:
             watches.remove(watch)
             if not watches:
                 del self._live[watch.prefix]
+                self._partial.pop(watch.prefix, None)
 
     def _end(self, watch, error):
         self.forget(watch)

@@ -5,9 +5,23 @@ from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
+from orchd.admission.certificates import (
+    CertificateApproval, CertificateSigning, CertificateSubjectRestriction,
+)
 from orchd.admission.chain import AdmissionChain
-from orchd.admission.interfaces import CREATE, AdmissionAttributes, IAdmissionPlugin
+from orchd.admission.defaultingressclass import DefaultIngressClass
+from orchd.admission.defaultstorageclass import DefaultStorageClass
+from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
+from orchd.admission.interfaces import CREATE, UPDATE, AdmissionAttributes, IAdmissionPlugin
+from orchd.admission.namespacelifecycle import NamespaceLifecycle
+from orchd.admission.noderestriction import NodeRestriction
+from orchd.admission.podsecurity.admission import PodSecurity
+from orchd.admission.rbacescalation import RBACEscalation
+from orchd.admission.serviceaccount import ServiceAccountAdmission
+from orchd.admission.storageprotection import StorageObjectInUseProtection
 from orchd.api.errors import StatusError
+from orchd.auth.user import UserInfo
+from orchd.registry.kinds.builtin import KINDS
 
 
 @implementer(IAdmissionPlugin)
@@ -82,3 +96,30 @@ class ChainTests(SynchronousTestCase):
         self.run_chain(AdmissionChain(), "admit", attrs)
         self.run_chain(AdmissionChain(), "validate", attrs)
         self.assertEqual(attrs.obj, {"metadata": {"name": "a"}})
+
+
+class NothingToDoTests(SynchronousTestCase):
+    def test_built_in_plugins_return_none(self):
+        """A built-in plugin with nothing to do for a write returns None, not an awaitable."""
+        def unused(*args):
+            raise AssertionError("read for a write the plugin has nothing to do with")
+
+        plugins = [NamespaceLifecycle(unused), RBACEscalation(None, None),
+                   ServiceAccountAdmission(None), NodeRestriction(), DefaultTolerationSeconds(),
+                   DefaultIngressClass(None), DefaultStorageClass(None),
+                   StorageObjectInUseProtection(), CertificateApproval(None),
+                   CertificateSigning(None), CertificateSubjectRestriction(), PodSecurity(None)]
+        config_maps = next(info for info in KINDS if info.resource == "configmaps")
+        namespaces = next(info for info in KINDS if info.resource == "namespaces")
+        user = UserInfo("alice", ("devs",))
+        writes = [
+            AdmissionAttributes(UPDATE, config_maps, "default", "a",
+                                {"metadata": {"name": "a"}}, {"metadata": {"name": "a"}}, user),
+            AdmissionAttributes(CREATE, namespaces, "", "a", {"metadata": {"name": "a"}}, None,
+                                user),
+        ]
+        for attributes in writes:
+            for plugin in plugins:
+                self.assertIsNone(plugin.admit(attributes), plugin)
+                if plugin.__class__ is not PodSecurity or attributes.info is config_maps:
+                    self.assertIsNone(plugin.validate(attributes), plugin)

@@ -10,6 +10,7 @@ from orchd.api.fieldvalidation import (
     duplicate_field_message, prune_unknown_fields, strict_error, unknown_field_message,
 )
 from orchd.api.kinds import KindInfo
+from orchd.api import codecs, strictdecode
 from orchd.api.strictdecode import duplicate_fields
 from orchd.registry.kinds.builtin import KINDS
 
@@ -219,6 +220,38 @@ class DuplicateTests(SynchronousTestCase):
         self.assertEqual(duplicate_fields(
             b'{"a": "x\\": 1", "b" : "\\\\", "c\\"": {"d": ["e:", {"f": "\\"g\\":"}]}}'), [])
         self.assertEqual(duplicate_fields(b'{"a": "\\"a\\":", "a" : 2}'), ["a"])
+
+    #: Bodies whose strings hold colons, quotes and backslashes, and keys
+    #: spelt with escapes: (body, the duplicates in it).
+    TRICKY = [
+        (b'{"a": "x\\": 1", "b" : "\\\\", "c\\"": {"d": ["e:", {"f": "\\"g\\":"}]}}', []),
+        (b'{"a": "\\"a\\":", "a" : 2}', ["a"]),
+        (b'{"a": "b:", "a": 1}', ["a"]),
+        (b'{"a": 1, "\\u0061": 2}', ["a"]),
+        (b'{"a\\\\": "\\\\\\"::", "b": {"c": ":", "c": ":"}}', ["b.c"]),
+        (b'{"x": "\\\\", "y": "\\\\\\\\\\":\\\\", "z": [1, {"t": "12:00"}]}', []),
+        (b'{"spec": {"a": 1, "a": 2}, "spec": {"b": 1}}', ["spec.a", "spec"]),
+        (b'{"a" :1,"b"\n:\t{}, "c": [[{}], {"d": null}]}', []),
+        (b'[{"a": 1}, {"a": 1, "a": 2}]', ["[1].a"]),
+    ]
+
+    def test_decoded_body(self):
+        """Decoding a JSON body finds the same duplicates as the decoder that tracks keys."""
+        for body, expected in self.TRICKY:
+            for text in (body, body.decode()):
+                self.assertEqual(codecs.decode(text, codecs.JSON, duplicates=True)[1],
+                                 expected, text)
+                self.assertEqual(duplicate_fields(text), expected, text)
+
+    def test_decoded_body_counted(self):
+        """A decoded JSON body without duplicates is not decoded a second time to show it."""
+        def refuse(*args, **kwargs):
+            raise AssertionError("decoded again")
+
+        self.patch(strictdecode.json, "loads", refuse)
+        for body, expected in self.TRICKY:
+            if not expected:
+                self.assertEqual(codecs.decode(body, codecs.JSON, duplicates=True)[1], [])
 
     def test_json(self):
         """JSON duplicates at any depth, in document order, each path once."""

@@ -3,13 +3,15 @@ Tests for L{orchd.api.meta}.
 """
 
 import random
+import uuid
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.errors import FORBIDDEN, INVALID, REQUIRED, TOO_LONG, TYPE_INVALID
 from orchd.api.kinds import DNS1035, LABEL, PATH_SEGMENT, SUBDOMAIN
 from orchd.api.meta import (
-    NAME_ALPHABET, generate_name, validate_name, validate_object_meta, validate_object_meta_update,
+    NAME_ALPHABET, generate_name, new_uid, rfc3339, validate_name, validate_object_meta,
+    validate_object_meta_update,
 )
 
 SUBDOMAIN_MSG = (
@@ -254,3 +256,23 @@ class ValidateObjectMetaUpdateTests(SynchronousTestCase):
         """The new metadata's labels are checked too."""
         self.assertEqual(self.check(labels={"a": "-"}),
                          [f'metadata.labels: Invalid value: "-": {VALUE_MSG}'])
+
+
+class StampTests(SynchronousTestCase):
+    def test_rfc3339(self):
+        """Timestamps are whole UTC seconds, the same whatever the second written before."""
+        self.assertEqual(rfc3339(1700000000.999), "2023-11-14T22:13:20Z")
+        self.assertEqual(rfc3339(1700000001), "2023-11-14T22:13:21Z")
+        self.assertEqual(rfc3339(1700000000.25), "2023-11-14T22:13:20Z")
+        self.assertEqual(rfc3339(0), "1970-01-01T00:00:00Z")
+        self.assertEqual(rfc3339(-0.5), "1969-12-31T23:59:59Z")
+
+    def test_new_uid(self):
+        """A uid is a random version-4 UUID, spelt in lower case as uuid.uuid4() spells it."""
+        uids = {new_uid() for _ in range(200)}
+        self.assertEqual(len(uids), 200)
+        for uid in uids:
+            parsed = uuid.UUID(uid)
+            self.assertEqual((parsed.version, parsed.variant, str(parsed)),
+                             (4, uuid.RFC_4122, uid))
+        self.assertEqual({uid[19] for uid in uids}, set("89ab"))

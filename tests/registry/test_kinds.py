@@ -145,6 +145,37 @@ class ConfigDataTests(SynchronousTestCase):
         self.assertEqual(code, 422)
         self.assertIn("data[bad key]", status["message"])
 
+    def test_map_errors_key_by_key(self):
+        """A map's keys and values are judged as one by one: valid maps and hostile ones."""
+        from orchd.registry.kinds.configdata import _map_errors, config_key_errors
+
+        def one_by_one(values):
+            found, size = [], 0
+            for key, value in values.items():
+                found += [(e.field, e.detail) for e in config_key_errors(key, f"data[{key}]")]
+                if isinstance(value, str):
+                    size += len(value)
+                else:
+                    found.append(("type", f"data[{key}]"))
+            return found, size
+
+        maps = [{}, {"a": "x", "B-c_d.e": "yy", "0": ""}, {"a" * 253: "v"}, {"a" * 254: "v"},
+                {"a\n": "v"}, {".a": "v"}, {".": "v"}, {"..": "v"}, {"..a": "v"}, {"": "v"},
+                {"a\x00b": "v"}, {"a": "v", "\x00": "w"}, {"ключ": "v"}, {"a": 1},
+                {"a": None, "b": "v"}, {"a.": "v", "-": "w", "_": "x"}, {"a b": "v"}]
+        for values in maps:
+            errors, size = _map_errors({"data": values}, "data")
+            found = [(e.field, e.detail) if e.type != "FieldValueTypeInvalid" else
+                     ("type", e.field) for e in errors]
+            self.assertEqual((found, size), one_by_one(values), values)
+
+    def test_config_key_with_final_newline(self):
+        """A config key ending in a newline is refused, as upstream's expression refuses it."""
+        code, status, _ = self.api.call("POST", "/api/v1/namespaces/default/configmaps",
+                                        {"metadata": {"name": "a"}, "data": {"key\n": "x"}})
+        self.assertEqual(code, 422)
+        self.assertIn("data[key\n]", status["message"])
+
     def test_immutable_configmap(self):
         """An immutable ConfigMap's data cannot change, nor can it become mutable."""
         path = "/api/v1/namespaces/default/configmaps"

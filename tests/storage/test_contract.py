@@ -431,6 +431,24 @@ class StoreContract:
         await self.store.create("/c", b"")
         self.assertEqual([e.key for e in everything.events], ["/c"])
 
+    async def test_watch_nested_and_partial_prefixes(self):
+        """Writes committed together reach each watch whose prefix they start with, nested
+        or cut inside a segment, in revision order."""
+        prefixes = ("", "/", "/a", "/a/", "/a/b/", "/a/b/c", "/ab/", "/z/")
+        collectors = {p: (await self.watch(p, self.r(0)))[0] for p in prefixes}
+        keys = ["/a/b/c1", "/ab/x", "/a/x", "/a/b/cd/e", "/b", "/a/b/", "/abc"]
+        await defer.gatherResults([self.store.create(k, b"") for k in keys])
+        await collectors[""].wait_for(len(keys))
+        # Concurrent writes take revisions in an order of the store's choosing.
+        written = [e.key for e in collectors[""].events]
+        self.assertEqual(sorted(written), sorted(keys))
+        for prefix, collector in collectors.items():
+            expected = [k for k in written if k.startswith(prefix)]
+            if expected:
+                await collector.wait_for(len(expected))
+            self.assertEqual([e.key for e in collector.events], expected, prefix)
+            self.assertEqual(collector.revisions, sorted(collector.revisions), prefix)
+
     async def test_watch_after_compaction_fails(self):
         """A watch from below the horizon fails with CompactedError; from the horizon it works."""
         kv = await self.store.create(CM + "a", b"1")

@@ -12,7 +12,7 @@ import threading
 
 import plyvel
 from twisted.internet import defer, protocol, reactor
-from twisted.trial.unittest import TestCase
+from twisted.trial.unittest import SkipTest, TestCase
 
 import orchd
 from orchd.storage.interfaces import (
@@ -112,6 +112,27 @@ class LevelDBStoreTests(TestCase):
         self.assertEqual([kv.mod_revision for kv in results], list(range(1, 101)))
         self.assertLessEqual(self.store.batches_written, 3)
         self.assertEqual(await self.store.count(CM), 100)
+
+    async def test_writes_of_one_turn_share_a_batch(self):
+        """Writes decided in one reactor turn, the first among them, go in one synced batch."""
+        writes = [self.store.create(CM + str(n), b"") for n in range(5)]
+        await defer.gatherResults(writes)
+        self.assertEqual(self.store.batches_written, 1)
+
+    async def test_writer_thread_does_not_preempt_the_reactor(self):
+        """On Linux the writer thread is scheduled as SCHED_BATCH, so waking it preempts nothing."""
+        if not hasattr(os, "SCHED_BATCH"):
+            raise SkipTest("no SCHED_BATCH on this platform")
+        await self.store.create(CM + "a", b"")
+        thread = self.store._writer._thread
+        self.assertEqual(os.sched_getscheduler(thread.native_id), os.SCHED_BATCH)
+
+    async def test_writer_thread_ends_with_the_store(self):
+        """Closing the store ends its writer thread."""
+        await self.store.create(CM + "a", b"")
+        thread = self.store._writer._thread
+        await self.store.close()
+        self.assertFalse(thread.is_alive())
 
     async def test_batch_sizes_observed(self):
         """Each group commit's write count lands in the batch-size histogram."""

@@ -112,14 +112,15 @@ class PodSecurity:
     def admit(self, attributes):
         """Pod security changes nothing; its audit result is an audit annotation."""
 
-    async def validate(self, attributes):
+    def validate(self, attributes):
         info = attributes.info
         if (info.group, info.resource) == ("", "namespaces"):
-            await self._validate_namespace(attributes)
-        elif (info.group, info.resource) in TEMPLATES:
-            await self._validate_template(attributes, TEMPLATES[info.group, info.resource])
-        elif (pod := self._pod_write(attributes)) is not None:
-            await self._validate_pod(attributes, pod)
+            return self._validate_namespace(attributes)
+        if (info.group, info.resource) in TEMPLATES:
+            return self._validate_template(attributes, TEMPLATES[info.group, info.resource])
+        if (pod := self._pod_write(attributes)) is not None:
+            return self._validate_pod(attributes, pod)
+        return None
 
     async def _validate_pod(self, attributes, pod):
         policy = await self._policy(attributes.namespace)

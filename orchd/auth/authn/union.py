@@ -13,7 +13,7 @@ from zope.interface import implementer
 
 from orchd.api.errors import StatusError
 from orchd.auth.interfaces import IAuthenticator
-from orchd.auth.user import ANONYMOUS_USER
+from orchd.auth.user import ANONYMOUS_USER, UserInfo
 
 
 @implementer(IAuthenticator)
@@ -27,7 +27,9 @@ class UnionAuthenticator:
         for authenticator in self._authenticators:
             try:
                 user = authenticator.authenticate(request)
-                if inspect.isawaitable(user):
+                # Most answer at once (a client certificate): no await, and
+                # no ABC check of a user.
+                if user is not None and type(user) is not UserInfo and inspect.isawaitable(user):
                     user = await user
             except StatusError as e:
                 if e.code != 401:

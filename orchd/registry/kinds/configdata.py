@@ -20,12 +20,18 @@ from orchd.registry.kinds.bootstraptoken import bootstrap_token_errors
 from orchd.registry.strategy import DefaultStrategy, IStrategy, immutable_field
 
 MAX_SIZE = 1024 * 1024
-_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# \Z, not $: Go's $ ends the text, Python's also lets a final newline through.
+_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 _KEY_MESSAGE = (
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
     "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
     "'[-._a-zA-Z0-9]+')"
 )
+#: Keys, each valid as L{config_key_errors} sees it, joined by NUL (which no
+#: valid key holds): a whole map's keys checked in one match.
+_VALID_KEYS = re.compile(
+    r"[-_a-zA-Z0-9][-._a-zA-Z0-9]{0,252}(?:\x00[-_a-zA-Z0-9][-._a-zA-Z0-9]{0,252})*")
+_ONLY_TEXT = frozenset((str,))
 OPAQUE = "Opaque"
 SERVICE_ACCOUNT_TOKEN = "orch.io/service-account-token"
 _REQUIRED_KEYS = {
@@ -55,6 +61,12 @@ def _map_errors(obj, field):
         return [], 0
     if not isinstance(values, dict):
         return [FieldError.type_invalid(field, values, "must be a map of strings")], 0
+    texts = values.values()
+    keys = "\x00".join(values)
+    if (_VALID_KEYS.fullmatch(keys) and keys.count("\x00") == len(values) - 1
+            and set(map(type, texts)) <= _ONLY_TEXT):
+        # The usual map, of valid keys and text values, checked in C.
+        return [], sum(map(len, texts))
     errors, size = [], 0
     for key, value in values.items():
         errors += config_key_errors(key, f"{field}[{key}]")

@@ -42,16 +42,26 @@ class ImpersonationFilter:
     def __init__(self, authorizer):
         self._authorizer = authorizer
 
-    async def apply(self, request, user):
+    def apply(self, request, user):
         """
-        @return: the user the request acts as: C{user} itself without headers.
+        @return: C{user} itself for a request without C{Impersonate-*}
+            headers (most requests: answered at once), else an awaitable of
+            the user the request acts as (see L{_impersonate}).
+        """
+        for name, _ in request.requestHeaders.getAllRawHeaders():
+            if name.startswith(_PREFIX):
+                return self._impersonate(request, user)
+        return user
+
+    async def _impersonate(self, request, user):
+        """
+        @return: the user the request acts as: C{user} itself when the
+            headers name nobody.
         @raise StatusError: 403 for a denied check; 400 for groups, uid or
             extras without C{Impersonate-User} (the client's mistake, as
             upstream answers it since it stopped calling it an internal error).
         """
         headers = request.requestHeaders
-        if not any(name.startswith(_PREFIX) for name, _ in headers.getAllRawHeaders()):
-            return user
         name = _first(headers, _USER)
         groups = [_text(_GROUP, g) for g in headers.getRawHeaders(_GROUP, ())]
         uid = _first(headers, _UID)

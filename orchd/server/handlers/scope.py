@@ -89,17 +89,19 @@ class RequestScope:
         @param apply: True for server-side apply, where fieldManager is required.
         """
         errors = []
-        dry_run = self.request.args.get(b"dryRun", [])
+        args = self.request.args
+        # Most writes have no query at all: nothing to read in it.
+        dry_run = args.get(b"dryRun", []) if args else ()
         for value in dry_run:
             if value != b"All":
                 errors.append(FieldError.not_supported(
                     "dryRun", value.decode("utf-8", "replace"), ["All"]))
-        manager = self.query("fieldManager") or None
+        manager = (self.query("fieldManager") or None) if args else None
         if manager is not None:
             errors += field_manager_errors(manager)
         elif apply:
             raise apply_manager_required()
-        validation = self.query("fieldValidation") or _DEFAULT_VALIDATION
+        validation = (self.query("fieldValidation") if args else "") or _DEFAULT_VALIDATION
         if validation not in _VALIDATIONS:
             errors.append(FieldError.not_supported("fieldValidation", validation, _VALIDATIONS))
         if errors:
