@@ -55,7 +55,7 @@ _GROUP_PRIORITY = {
     "flowcontrol.apiserver.orch.io": 16100,
 }
 
-_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?\Z")
 _STAGE_RANK = {None: 0, "beta": 1, "alpha": 2}
 
 

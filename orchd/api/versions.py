@@ -23,9 +23,9 @@ API_GA = "api/ga"
 API_BETA = "api/beta"
 API_ALPHA = "api/alpha"
 
-_GA = re.compile(r"^v\d+$")
-_BETA = re.compile(r"^v\d+beta\d+$")
-_ALPHA = re.compile(r"^v\d+alpha\d+$")
+_GA = re.compile(r"^v\d+\Z")
+_BETA = re.compile(r"^v\d+beta\d+\Z")
+_ALPHA = re.compile(r"^v\d+alpha\d+\Z")
 
 #: The stage keys, in the order they are applied, with the versions they match.
 _STAGE_MATCHERS = (

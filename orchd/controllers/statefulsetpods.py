@@ -28,7 +28,7 @@ POD_NAME_LABEL = "statefulset.orch.io/pod-name"
 POD_INDEX_LABEL = "apps.orch.io/pod-index"
 API_VERSION, KIND = "apps/v1", "StatefulSet"
 RETAIN, DELETE = "Retain", "Delete"
-_ORDINAL = re.compile(r"^(.*)-([0-9]+)$")
+_ORDINAL = re.compile(r"^(.*)-([0-9]+)\Z")
 
 
 def _int(value, default=0):

@@ -31,13 +31,13 @@ class ValueTests(SynchronousTestCase):
         for good in ("0", "-5", "10", "2147483647", "-2147483648"):
             self.assertTrue(valid_deletion_cost(good), good)
         for bad in ("", "+10", "008", "-0", "2147483648", "-2147483649", "x", "-", " 1",
-                    "1.5", "١"):
+                    "1.5", "١", "10\n"):
             self.assertFalse(valid_deletion_cost(bad), bad)
 
     def test_completion_index_values(self):
         for good in ("0", "1", "42", "2147483647"):
             self.assertTrue(valid_completion_index(good), good)
-        for bad in ("", "-1", "+1", "01", "2147483648", "a", "1e3"):
+        for bad in ("", "-1", "+1", "01", "2147483648", "a", "1e3", "1\n"):
             self.assertFalse(valid_completion_index(bad), bad)
 
 

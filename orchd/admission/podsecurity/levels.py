@@ -27,7 +27,7 @@ LATEST = "latest"
 AUDIT_VIOLATIONS = "pod-security.kubernetes.io/audit-violations"
 ENFORCE_POLICY = "pod-security.kubernetes.io/enforce-policy"
 
-_VERSION = re.compile(r"^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
+_VERSION = re.compile(r"^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\Z")
 
 
 def level_label(mode):

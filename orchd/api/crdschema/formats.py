@@ -16,29 +16,29 @@ import re
 
 # A DNS name as upstream's strfmt reads one: labels of letters, digits and
 # inner hyphens, at most 63 long, the whole at most 255.
-_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$|^[^@\s]+@[^@\s]+$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z|^[^@\s]+@[^@\s]+\Z")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
 _DATE_TIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?$")
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?\Z")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\Z")
 _UUID_VERSIONED = re.compile(
     r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-(?P<v>[0-9a-fA-F])[0-9a-fA-F]{3}-"
     r"[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$")
-_MAC = re.compile(r"^(?:[0-9a-fA-F]{2}([-:]))(?:[0-9a-fA-F]{2}\1){4}[0-9a-fA-F]{2}$"
-                  r"|^[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}$")
-_HEXCOLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
+_MAC = re.compile(r"^(?:[0-9a-fA-F]{2}([-:]))(?:[0-9a-fA-F]{2}\1){4}[0-9a-fA-F]{2}\Z"
+                  r"|^[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\Z")
+_HEXCOLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\Z")
 _RGBCOLOR = re.compile(
     r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])"
     r"\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$")
-_BSON = re.compile(r"^[0-9a-fA-F]{24}$")
+_BSON = re.compile(r"^[0-9a-fA-F]{24}\Z")
 _DURATION = re.compile(
     r"^[-+]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w)"
     r"(\s*[-+]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w))*$")
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$|^/[^\s]*$")
-_ISBN10 = re.compile(r"^(?:[0-9]{9}X|[0-9]{10})$")
-_ISBN13 = re.compile(r"^(?:[0-9]{13})$")
-_SSN = re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*\Z|^/[^\s]*\Z")
+_ISBN10 = re.compile(r"^(?:[0-9]{9}X|[0-9]{10})\Z")
+_ISBN13 = re.compile(r"^(?:[0-9]{13})\Z")
+_SSN = re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}\Z")
 
 
 def _hostname(value):

@@ -177,7 +177,7 @@ def dig(obj, path, default=None):
 
 
 _RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z"
 )
 #: Go's zero time, 0001-01-01T00:00:00Z: what an unset timestamp is upstream.
 ZERO_TIME = calendar.timegm((1, 1, 1, 0, 0, 0, 0, 0, 0))

@@ -151,7 +151,7 @@ def read(message, name, converter):
 # -- times and durations ----------------------------------------------------
 
 _RFC3339 = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d+)?"
-                      r"([Zz]|[+-]\d\d:\d\d)$")
+                      r"([Zz]|[+-]\d\d:\d\d)\Z")
 _DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|ms|s|m|h)")
 _UNIT_NANOS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
                "m": 60_000_000_000, "h": 3_600_000_000_000}

@@ -44,8 +44,8 @@ POD_FIELDS = ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
               "status.nominatedNodeName")
 _INT32_MAX = 2 ** 31 - 1
 #: Upstream's C{validFirstDigit} and C{ParseInt}: optional C{-}, no C{+}, no leading zeros.
-_CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)$")
-_NON_NEGATIVE_INT = re.compile(r"^(0|[1-9][0-9]*)$")
+_CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)\Z")
+_NON_NEGATIVE_INT = re.compile(r"^(0|[1-9][0-9]*)\Z")
 
 
 def _mapping(meta, field):

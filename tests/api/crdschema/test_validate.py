@@ -165,6 +165,13 @@ class PatternAndFormatTests(SynchronousTestCase):
             self.assertEqual(check(props, {"v": good}), [], name)
             self.assertEqual(len(check(props, {"v": bad})), 1, name)
 
+    def test_formats_refuse_a_trailing_newline(self):
+        """A value that is good but for a trailing newline is refused, as Go's regexp refuses it."""
+        for name, good in (("uuid", "123e4567-e89b-12d3-a456-426614174000"),
+                           ("date", "2024-02-29"), ("uri", "https://example.com/")):
+            props = {"v": {"type": "string", "format": name}}
+            self.assertEqual(len(check(props, {"v": good + "\n"})), 1, name)
+
     def test_unchecked_formats(self):
         """Numeric formats such as int32 are hints upstream does not check."""
         self.assertEqual(check({"n": {"type": "integer", "format": "int32"}}, {"n": 2 ** 40}), [])
