@@ -264,6 +264,45 @@ def summarize(runs):
     }
 
 
+class SimulatedNodes:
+    """
+    C{nodes} simulated nodes in a process of their own on core 1, brought up
+    as README.rst documents it: C{twistd orchd --orchlet-only
+    --simulated-nodes N} with C{orchd}'s admin orchconfig (identities
+    through CSRs), nodes named C{<name>-sim-<i>}. Its log is
+    C{simulated.log} in C{workdir}.
+    """
+
+    def __init__(self, orchd, workdir, nodes, name="bench"):
+        self.log_path = os.path.join(workdir, "simulated.log")
+        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                pinned(1, [sys.executable, "-c", TWISTD, "--pidfile=", "-n", "orchd",
+                           "--orchlet-only", "--simulated-nodes", str(nodes),
+                           "--orchconfig", os.path.join(orchd.data, "admin.orchconfig"),
+                           "--hostname-override", name, "--orchlet-port", "0",
+                           "--data-dir", os.path.join(workdir, "sim-data"),
+                           "--root-dir", os.path.join(workdir, "sim-root")]),
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def running(self):
+        return self.process.poll() is None
+
+    def stop(self, timeout=120):
+        """Stop it as an operator would (it logs its last summary as it stops)."""
+        if self.running():
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
 def cpu_seconds(pid):
     """User plus system CPU time a process has used so far."""
     with open(f"/proc/{pid}/stat") as f:

@@ -27,7 +27,7 @@ import sys
 import time
 
 from common import (
-    HERE, ROOT, TWISTD, Orchd, cpu_seconds, issue_client_cert, pinned, post_all, rss_mb,
+    HERE, ROOT, Orchd, SimulatedNodes, cpu_seconds, issue_client_cert, pinned, post_all, rss_mb,
 )
 
 LEASES = "/apis/coordination.orch.io/v1/namespaces/orch-node-lease/leases"
@@ -198,28 +198,18 @@ def cluster_cases(workdir, args, report):
     nodes = args.cluster_nodes
     print(f"cluster: starting the API server and {nodes} simulated nodes ...", file=sys.stderr)
     orchd = Orchd(workdir, "--no-orchlet")
-    sim_log_path = os.path.join(workdir, "simulated.log")
     sim = None
     try:
-        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        with open(sim_log_path, "wb") as sim_log:
-            sim = subprocess.Popen(
-                pinned(1, [sys.executable, "-c", TWISTD, "--pidfile=", "-n", "orchd",
-                           "--orchlet-only", "--simulated-nodes", str(nodes),
-                           "--orchconfig", os.path.join(orchd.data, "admin.orchconfig"),
-                           "--hostname-override", "bench", "--orchlet-port", "0",
-                           "--data-dir", os.path.join(workdir, "sim-data"),
-                           "--root-dir", os.path.join(workdir, "sim-root")]),
-                stdout=sim_log, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+        sim = SimulatedNodes(orchd, workdir, nodes)
         began = time.monotonic()
         deadline = began + 120 + nodes * 0.2
         while True:
             count, ready, leases = count_ready(orchd, "bench-sim-")
             if count == ready == leases == nodes:
                 break
-            if sim.poll() is not None or time.monotonic() > deadline:
+            if not sim.running() or time.monotonic() > deadline:
                 raise SystemExit(f"cluster: {ready} of {nodes} nodes Ready, {leases} Leases "
-                                 f"after {time.monotonic() - began:.0f}s; see {sim_log_path}")
+                                 f"after {time.monotonic() - began:.0f}s; see {sim.log_path}")
             time.sleep(1)
         start_up = time.monotonic() - began
         print(f"cluster: {nodes} nodes Ready in {start_up:.0f}s; one interval of warm-up, "
@@ -231,16 +221,13 @@ def cluster_cases(workdir, args, report):
         t1, c1, s1 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid)
         count, ready, leases = count_ready(orchd, "bench-sim-")
         rss = rss_mb(pid), rss_mb(sim.pid)
-        # The sim process logs a last summary as it stops.
-        sim.terminate()
-        sim.wait(timeout=120)
+        sim.stop()      # it logs a last summary as it stops
         w1 = time.time()
-        sim = None
     finally:
         if sim is not None:
-            sim.kill()
+            sim.stop(timeout=0)
         orchd.stop()
-    found = summaries(sim_log_path, w0, w1 + 1)
+    found = summaries(sim.log_path, w0, w1 + 1)
     renewed = sum(n for n, *_ in found)
     with open(os.path.join(workdir, "orchd.log"), errors="replace") as f:
         unknown = sum(1 for line in f if MARKED_UNKNOWN in line)

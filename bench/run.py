@@ -62,8 +62,8 @@ GET@16 on each orchd; requests/s and the ratio of creates through orchd on
 etcd to raw etcd puts (target >= 0.6). Skipped, with a message, without an
 etcd binary.
 
-scheduling and deployment (workloads.py): one orchd with --sim-nodes
-simulated nodes: durable pod creates/s, then --pods pending pods bound by the
+scheduling and deployment (workloads.py): one orchd and --sim-nodes
+simulated nodes in a second process (as the cluster case): durable pod creates/s, then --pods pending pods bound by the
 scheduler, as pods bound/s and its ratio to the creates (target >= 0.5); a
 Deployment of --replicas replicas from create to Available, in seconds, with
 orchd's CPU share of one core; a DaemonSet rolled out on every node and then

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 
-from common import Orchd, cpu_seconds, hload, post_all
+from common import Orchd, SimulatedNodes, cpu_seconds, hload, post_all
 
 NAMESPACE = "bench-workloads"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -310,12 +310,18 @@ def jobs_round(orchd, args, workdir, round_number):
 
 
 def workload_cases(workdir, args, report, selected):
-    """The scheduling and deployment cases on one orchd with --sim-nodes simulated nodes."""
-    print(f"workloads: one orchd with {args.sim_nodes} simulated nodes", file=sys.stderr)
-    orchd = Orchd(workdir, "--simulated-nodes", str(args.sim_nodes))
+    """
+    The workload cases on one orchd (with its own node) and --sim-nodes
+    simulated nodes in a process of their own, as a cluster's nodes are
+    not in the API server's process.
+    """
+    print(f"workloads: one orchd and {args.sim_nodes} simulated nodes", file=sys.stderr)
+    orchd = Orchd(workdir)
+    sim = None
     try:
+        sim = SimulatedNodes(orchd, workdir, args.sim_nodes)
         orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-        wait_nodes(orchd, args.sim_nodes)
+        wait_nodes(orchd, args.sim_nodes + 1)
         cases = {"scheduling": lambda n: scheduling_round(orchd, args, workdir, n),
                  "deployment": lambda n: deployment_round(orchd, args, n),
                  "daemonset": lambda n: daemonset_round(orchd, args, n),
@@ -329,6 +335,8 @@ def workload_cases(workdir, args, report, selected):
                 runs.append(one_round(round_number))
             report[case] = runs
     finally:
+        if sim is not None:
+            sim.stop(timeout=30)
         orchd.stop()
 
 
