@@ -303,6 +303,11 @@ class SimulatedNodes:
                 self.process.kill()
 
 
+def ms_text(ms):
+    """A latency in milliseconds as the reports print it ("-" when none was measured)."""
+    return "-" if ms is None else f"{ms:.1f}"
+
+
 def cpu_seconds(pid):
     """User plus system CPU time a process has used so far."""
     with open(f"/proc/{pid}/stat") as f:

@@ -27,7 +27,8 @@ import sys
 import time
 
 from common import (
-    HERE, ROOT, Orchd, SimulatedNodes, cpu_seconds, issue_client_cert, pinned, post_all, rss_mb,
+    HERE, ROOT, Orchd, SimulatedNodes, cpu_seconds, issue_client_cert, ms_text, pinned, post_all,
+    rss_mb,
 )
 
 LEASES = "/apis/coordination.orch.io/v1/namespaces/orch-node-lease/leases"
@@ -142,12 +143,11 @@ def print_heartbeats(report):
     if "heartbeats" not in report:
         return
     h = report["heartbeats"]
-    fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
     print(f"heartbeats: {h['nodes']} nodes every {h['interval']:g}s for {h['secs']:.0f}s: "
           f"orchd CPU {h['orchd_cpu']:.1%} of a core (busiest {h['interval']:g}s "
           f"{h['orchd_cpu_max']:.1%}, idle {h['orchd_cpu_idle']:.1%}; "
-          f"{h['cpu_us_per_renewal']} us a renewal); renewal p50 {fmt(h['p50_ms'])} ms, "
-          f"p99 {fmt(h['p99_ms'])} ms, max {fmt(h['max_ms'])} ms; renewed {h['renewed']} of "
+          f"{h['cpu_us_per_renewal']} us a renewal); renewal p50 {ms_text(h['p50_ms'])} ms, "
+          f"p99 {ms_text(h['p99_ms'])} ms, max {ms_text(h['max_ms'])} ms; renewed {h['renewed']} of "
           f"{h['expected']} (skipped {h['skipped']}), errors {h['errors']}"
           + (f" {h['failures']}" if h["failures"] else "")
           + f"; not Ready at the end {h['not_ready']}; load CPU {h['load_cpu']:.2f} cores")
@@ -251,12 +251,11 @@ def print_cluster(report):
     if "cluster" not in report:
         return
     c = report["cluster"]
-    fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
     print(f"cluster: {c['nodes']} simulated nodes (second process), ready in "
           f"{c['start_up_secs']:.0f}s, measured {c['secs']:.0f}s: API server CPU "
           f"{c['apiserver_cpu']:.1%} of a core ({c['cpu_us_per_renewal']} us a renewal), "
-          f"simulated nodes {c['simulated_cpu']:.1%}; renewal p50 {fmt(c['p50_ms'])} ms, "
-          f"p99 {fmt(c['p99_ms'])} ms, max {fmt(c['max_ms'])} ms; renewed {c['renewed']} of "
+          f"simulated nodes {c['simulated_cpu']:.1%}; renewal p50 {ms_text(c['p50_ms'])} ms, "
+          f"p99 {ms_text(c['p99_ms'])} ms, max {ms_text(c['max_ms'])} ms; renewed {c['renewed']} of "
           f"~{c['expected']}; not Ready at the end {c['not_ready']}, marked Unknown "
           f"{c['marked_unknown']}; RSS API server {c['apiserver_rss_mb']:.0f} MB, "
           f"simulated nodes {c['simulated_rss_mb']:.0f} MB")

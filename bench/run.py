@@ -132,7 +132,7 @@ from webhooks import print_webhooks, webhook_cases
 from workloads import print_workloads, workload_cases
 from common import (
     HERE, PROTOBUF, ROOT, Floor, Orchd, cpu_seconds, fill, hload, make_body, pinned,
-    raise_file_limit, rss_mb, summarize,
+    ms_text, raise_file_limit, rss_mb, summarize,
 )
 
 CASES = ("get", "create", "list", "watch", "pages", "encoding", "authz", "encryption",
@@ -613,23 +613,22 @@ def print_report(report):
         print(f"LIST of {report['objects']} objects: {report['list_seconds']:.3f} s (median)")
     if "watch" in report:
         w = report["watch"]
-        fmt = lambda ms: "-" if ms is None else f"{ms:.1f}"  # noqa: E731
         print(f"watch: {report['watchers']} watchers, {report['rate']:g} creates/s for "
               f"{report['watch_secs']:g}s, {report['rounds']} rounds: delay 201->ADDED "
-              f"p50 {fmt(w['delay_p50_ms'])} ms, p99 {fmt(w['delay_p99_ms'])} ms "
-              f"(max {fmt(w['delay_max_ms'])}); missed {w['missed']} of "
+              f"p50 {ms_text(w['delay_p50_ms'])} ms, p99 {ms_text(w['delay_p99_ms'])} ms "
+              f"(max {ms_text(w['delay_max_ms'])}); missed {w['missed']} of "
               f"{w['events_expected']}; watchers failed {w['watchers_failed']}"
               + (f" {w['failures']}" if w["failures"] else ""))
         print(f"       creates {w['write_rate']:g}/s, acked {w['writes_acked']} "
-              f"(errors {w['write_errors']}), p50 {fmt(w['write_p50_ms'])} ms, "
-              f"p99 {fmt(w['write_p99_ms'])} ms; "
+              f"(errors {w['write_errors']}), p50 {ms_text(w['write_p50_ms'])} ms, "
+              f"p99 {ms_text(w['write_p99_ms'])} ms; "
               f"orchd RSS {w['rss_start_mb']:.0f} MB before, peak {w['rss_peak_mb']:.0f} MB, "
               f"end {w['rss_end_mb']:.0f} MB; "
               f"load CPU {w['load_cpu']:.2f} cores")
-        print(f"       watches opened in {fmt(w['open_seconds'])} s; "
+        print(f"       watches opened in {ms_text(w['open_seconds'])} s; "
               f"orchd RSS with the watches open and idle {w['rss_idle_mb']:.0f} MB "
-              f"({fmt(w['idle_watcher_kb'])} KB a watcher); orchd CPU over the writes "
-              f"{w['server_cores'] or 0:.2f} cores, {fmt(w['server_us_per_event'])} us an event "
+              f"({ms_text(w['idle_watcher_kb'])} KB a watcher); orchd CPU over the writes "
+              f"{w['server_cores'] or 0:.2f} cores, {ms_text(w['server_us_per_event'])} us an event "
               f"delivered"
               + (f"; objects of {report['watch_object_bytes']} bytes"
                  if report.get("watch_object_bytes") else ""))

@@ -1,6 +1,5 @@
 """Informers fed by the watch caches: one store watch per resource, whoever follows it."""
 
-import orjson
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -12,14 +11,8 @@ from orchd.storage.interfaces import (
 )
 from orchd.storage.memory import MemoryStore
 from orchd.storage.watchcache import WatchCache
+from tests.storage.things import PREFIX, StoreWrites, thing
 from tests.support import APIHarness
-
-PREFIX = "/registry/things/"
-
-
-def thing(name, colour):
-    return orjson.dumps({"metadata": {"name": name, "uid": f"uid-{name}"}, "colour": colour})
-
 
 class CountingStore(MemoryStore):
     """A memory store that counts the watches opened on it."""
@@ -33,7 +26,7 @@ class CountingStore(MemoryStore):
         return super().watch(prefix, after_revision, on_events, on_error)
 
 
-class CachedReadsTests(SynchronousTestCase):
+class CachedReadsTests(StoreWrites, SynchronousTestCase):
     def setUp(self):
         self.store = CountingStore()
         self.cache = WatchCache(self.store, PREFIX, Clock(), history=3)
@@ -49,14 +42,6 @@ class CachedReadsTests(SynchronousTestCase):
             (type, obj["metadata"]["name"], obj["colour"])))
         self.addCleanup(informer.stop)
         return Deferred.fromCoroutine(informer.start())
-
-    def write(self, name, colour):
-        key = PREFIX + name
-        current = self.successResultOf(self.store.get(key))
-        if current is None:
-            return self.successResultOf(self.store.create(key, thing(name, colour)))
-        return self.successResultOf(self.store.update(key, thing(name, colour),
-                                                      current.mod_revision))
 
     def test_listing_waits_for_the_cache(self):
         """An informer started before its cache lists once the cache follows the store."""

@@ -1,6 +1,5 @@
 """The informer: list, watch, relist after losing the watch, and what it keeps."""
 
-import orjson
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -10,13 +9,7 @@ from orchd.storage.informer import LIST_SLICE, Informer, _ListingDecoder
 from orchd.storage.interfaces import ADDED, DELETED, MODIFIED, CompactedError, KeyValue
 from orchd.storage.memory import MemoryStore
 from orchd.storage.watchcache import WatchCache
-
-PREFIX = "/registry/things/"
-
-
-def thing(name, colour):
-    return orjson.dumps({"metadata": {"name": name, "uid": f"uid-{name}"}, "colour": colour})
-
+from tests.storage.things import PREFIX, thing
 
 def uid_only(obj):
     meta = obj["metadata"]

@@ -3,7 +3,6 @@ The watch cache hands each watcher's encoder what happened and writes no
 frame itself; frames of a change are shared by watchers of one format.
 """
 
-import orjson
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
@@ -16,13 +15,7 @@ from orchd.storage.interfaces import (
 )
 from orchd.storage.memory import MemoryStore
 from orchd.storage.watchcache import CacheWatcher, WatchCache
-
-PREFIX = "/registry/things/"
-
-
-def thing(name, colour):
-    return orjson.dumps({"metadata": {"name": name}, "colour": colour})
-
+from tests.storage.things import PREFIX, StoreWrites, thing
 
 @implementer(IWatchEncoder)
 class RecordingEncoder:
@@ -63,18 +56,6 @@ class Sink:
 
     def frames(self):
         return [frame for frame in self.data.decode().split(";") if frame]
-
-
-class StoreWrites:
-    """Tests writing things of a colour into C{self.store}."""
-
-    def write(self, name, colour):
-        key = PREFIX + name
-        current = self.successResultOf(self.store.get(key))
-        if current is None:
-            return self.successResultOf(self.store.create(key, thing(name, colour)))
-        return self.successResultOf(self.store.update(key, thing(name, colour),
-                                                      current.mod_revision))
 
 
 class WatchCacheEncoderTests(StoreWrites, SynchronousTestCase):
