@@ -29,20 +29,21 @@ class RequestTiming:
     @ivar start: the timer's reading when the request arrived.
     @ivar excluded: seconds spent in admission webhooks, left out of the SLI.
     @ivar key: the request's metric labels, once known.
+    @ivar series: what those labels count into (the metrics' own, opaque here).
     """
 
-    __slots__ = ("start", "excluded", "key", "longrunning")
+    __slots__ = ("start", "excluded", "key", "series", "longrunning")
 
     def __init__(self, start):
         self.start = start
         self.excluded = 0.0
-        self.key = None
+        self.key = self.series = None
         self.longrunning = False
 
 
-def begin(timing):
-    """Make C{timing} the current request's (within the calling coroutine's context)."""
-    _current.set(timing)
+#: C{begin(timing)}: make C{timing} the current request's (within the calling
+#: coroutine's context). The context variable's own method: every request calls it.
+begin = _current.set
 
 
 def current():

@@ -14,13 +14,14 @@ class UserInfo:
     Immutable in practice: filters build a new one rather than editing.
     """
 
-    __slots__ = ("name", "uid", "groups", "extra")
+    __slots__ = ("name", "uid", "groups", "extra", "_shared")
 
     def __init__(self, name, groups=(), uid="", extra=None):
         self.name = name
         self.uid = uid
         self.groups = tuple(groups)
         self.extra = dict(extra or {})
+        self._shared = None
 
     def __eq__(self, other):
         return isinstance(other, UserInfo) and (self.name, self.uid, self.groups, self.extra) == (
@@ -43,6 +44,16 @@ class UserInfo:
         if self.extra:
             data["extra"] = {k: list(v) for k, v in self.extra.items()}
         return data
+
+    def shared_dict(self):
+        """
+        L{to_dict}, made once: every audit event of a connection's user
+        holds the same dict, so it must be read and never changed.
+        """
+        shared = self._shared
+        if shared is None:
+            shared = self._shared = self.to_dict()
+        return shared
 
 
 ANONYMOUS_USER = UserInfo(ANONYMOUS, (UNAUTHENTICATED,))

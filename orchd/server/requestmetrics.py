@@ -117,6 +117,23 @@ def _cached_resources(catalog):
     return result
 
 
+class _Series:
+    """
+    The children one label set counts into: C{apiserver_request_total} per
+    code, and the two latency histograms. Found once per request, at
+    L{APIServerMetrics.classify}, so that counting it is a few additions.
+    """
+
+    __slots__ = ("key", "codes", "latency", "sli")
+
+    def __init__(self, metrics, key):
+        self.key = key
+        #: {HTTP code: counter child}
+        self.codes = {}
+        self.latency = metrics.latency.labels(*key)
+        self.sli = metrics.sli.labels(*key[:1], *key[2:])
+
+
 class APIServerMetrics:
     """
     The API server's registry and the request families in it.
@@ -165,6 +182,7 @@ class APIServerMetrics:
             "apiserver_client_certificate_expiration_seconds",
             "Distribution of the remaining lifetime on the certificate used to authenticate "
             "a request.", (), CERT_EXPIRY_BUCKETS)
+        self._cert_expiry = self.cert_expiry.labels()
         self.storage_latency = registry.histogram(
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
@@ -174,6 +192,8 @@ class APIServerMetrics:
             "Writes made durable together by one synced LevelDB batch (group commit).",
             (), BATCH_SIZE_BUCKETS)
         register_process_metrics(registry)
+        #: {label tuple: L{_Series}}; as bounded as the label values (see the module).
+        self._series = {}
         #: C{/metrics/slis}: the health checks' results.
         self.health = HealthMetrics()
         self.slis = self.health.registry
@@ -242,11 +262,16 @@ class APIServerMetrics:
         else:
             key = (verb, dry_run_label(request.args), "", "", "", "", scope, COMPONENT)
         timing.key = key
+        timing.series = self._series.get(key) or self._new_series(key)
         if verb in ("WATCH", "CONNECT") and kind is not None:
             short = key[:1] + key[2:]
             timing.longrunning = True
             self.longrunning.inc(short)
             request.notifyFinish().addBoth(self._longrunning_ended, request, timing, short)
+
+    def _new_series(self, key):
+        series = self._series[key] = _Series(self, key)
+        return series
 
     def _longrunning_ended(self, _, request, timing, short):
         # As upstream's, a watch or a stream is counted, and timed, when it ends.
@@ -268,14 +293,19 @@ class APIServerMetrics:
     def _record(self, request, timing):
         try:
             elapsed = self.timer() - timing.start
-            key = timing.key
-            if key is None:
+            series = timing.series
+            if series is None:
                 # Refused before its info was read (a malformed query, say).
                 key = (_METHOD_VERBS.get(request.method, "other"), "", "", "", "", "", "",
                        COMPONENT)
-            self.requests.inc(key + (_code(request.code),))
-            self.latency.observe(key, elapsed)
-            self.sli.observe(key[:1] + key[2:], max(elapsed - timing.excluded, 0.0))
+                series = self._series.get(key) or self._new_series(key)
+            code = request.code
+            counter = series.codes.get(code)
+            if counter is None:
+                counter = series.codes[code] = self.requests.labels(*series.key, str(code))
+            counter.value += 1
+            series.latency.observe(elapsed)
+            series.sli.observe(max(elapsed - timing.excluded, 0.0))
         except Exception:
             self.log.failure("Counting a request failed")
 
@@ -287,4 +317,4 @@ class APIServerMetrics:
 
     def observe_certificate(self, not_after):
         """A request authenticated by a client certificate valid until C{not_after}."""
-        self.cert_expiry.observe((), not_after - self._wall())
+        self._cert_expiry.observe(not_after - self._wall())

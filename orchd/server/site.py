@@ -166,9 +166,9 @@ class APIServer(Resource):
         raw = request.path
         path = unquote(raw.decode("utf-8", "replace")) if b"%" in raw else raw.decode("latin-1")
         info = request.api_info = parse_request_info(request.method, path, request.args)
+        found = (self.catalog.lookup(info.api_group, info.api_version, info.resource)
+                 if info.is_resource_request else None)
         if timing is not None:
-            found = (self.catalog.lookup(info.api_group, info.api_version, info.resource)
-                     if info.is_resource_request else None)
             self.metrics.classify(timing, request, info, found[0] if found else None)
         auditor = self.auditor
         try:
@@ -197,14 +197,17 @@ class APIServer(Resource):
                     info.is_resource_request and info.subresource in LONG_RUNNING_SUBRESOURCES):
                 auditor.long_running(request)
             if info.is_resource_request:
-                await self._serve_resource(request, info, user)
+                await self._serve_resource(request, info, user, found)
             else:
                 await self._serve_path(request, path)
         finally:
             self.limiter.release(slot)
 
-    async def _serve_resource(self, request, info, user):
-        found = self.catalog.lookup(info.api_group, info.api_version, info.resource)
+    async def _serve_resource(self, request, info, user, found):
+        """
+        @param found: the catalog's C{(KindInfo, provider)} for the request's
+            resource (looked up before authentication, for the metrics), or None.
+        """
         if found is None:
             raise StatusError(404, "NotFound", _NOT_FOUND)
         kind, provider = found

@@ -20,6 +20,8 @@ from zope.interface import implementer
 from orchd.storage.interfaces import IStore
 
 _ROOT = "/registry/"
+#: Parent paths (a resource's, or a namespace's within it) whose child is kept, per operation.
+_CACHED_PARENTS = 4096
 
 
 @implementer(IStore)
@@ -37,6 +39,9 @@ class TimedStore:
         self._prefixes = prefixes
         self._timer = timer
         self._types = {}
+        #: {operation: {key's parent path: histogram child}}, at most
+        #: L{_CACHED_PARENTS} paths each, so that a timed call costs one lookup.
+        self._children = {}
 
     @property
     def compacted_revision(self):
@@ -66,14 +71,28 @@ class TimedStore:
         return label
 
     def _timed(self, d, operation, key, start):
+        # The histogram child of the operation on the key's resource, found
+        # by the key's parent path: one lookup for a call on a known path.
+        children = self._children.get(operation)
+        if children is None:
+            children = self._children[operation] = {}
+        parent = key[:key.rfind("/") + 1]
+        child = children.get(parent)
+        if child is None:
+            child = self._histogram.labels(operation, self.type_of(key))
+            if self._types:
+                # Once the kinds are known the label of a path does not change.
+                if len(children) >= _CACHED_PARENTS:
+                    children.clear()
+                children[parent] = child
         if d.called:
             # Answered at once (LevelDB's reads): no callback to add.
-            self._histogram.observe((operation, self.type_of(key)), self._timer() - start)
+            child.observe(self._timer() - start)
             return d
-        return d.addBoth(self._observe, operation, key, start)
+        return d.addBoth(self._observe, child, start)
 
-    def _observe(self, result, operation, key, start):
-        self._histogram.observe((operation, self.type_of(key)), self._timer() - start)
+    def _observe(self, result, child, start):
+        child.observe(self._timer() - start)
         return result
 
     def get(self, key):

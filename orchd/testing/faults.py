@@ -64,9 +64,9 @@ class Faults:
         if "_serve_resource" not in vars(self.server):
             original = self.server._serve_resource
 
-            async def serve(request, info, user):
+            async def serve(request, info, user, found):
                 self._check(info)
-                await original(request, info, user)
+                await original(request, info, user, found)
             self.server._serve_resource = serve
 
     def _check(self, info):

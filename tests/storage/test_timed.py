@@ -56,6 +56,17 @@ class TimedStoreTests(SynchronousTestCase):
              ("list", "pods", 1), ("listWithCount", "deployments.apps", 1),
              ("create", "deployments.apps", 1), ("delete", "pods", 1)])
 
+    def test_many_paths(self):
+        """Keys under more parent paths than are remembered are still counted under their resource."""
+        from orchd.storage import timed
+        self.patch(timed, "_CACHED_PARENTS", 3)
+        for i in range(7):
+            result(self.store.get(f"/registry/pods/ns{i}/a"))
+            result(self.store.get(f"/registry/apps/deployments/ns{i}/d"))
+        self.assertEqual((self.count("get", "pods"), self.count("get", "deployments.apps")),
+                         (7, 7))
+        self.assertLessEqual(len(self.store._children["get"]), 3)
+
     def test_failures_are_observed_and_passed_on(self):
         """A refused call is timed too, and its error reaches the caller."""
         result(self.store.create(PODS + "a", b"1"))

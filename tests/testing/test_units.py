@@ -24,7 +24,7 @@ class FakeServer:
     def __init__(self):
         self.served = []
 
-    async def _serve_resource(self, request, info, user):
+    async def _serve_resource(self, request, info, user, found):
         self.served.append(info.verb)
 
 
@@ -36,7 +36,7 @@ class FaultsTests(SynchronousTestCase):
     """L{Faults} answers matching requests with the injected status, then unwraps."""
 
     def serve(self, server, method, path):
-        return Deferred.fromCoroutine(server._serve_resource(None, _info(method, path), None))
+        return Deferred.fromCoroutine(server._serve_resource(None, _info(method, path), None, None))
 
     def test_matches_then_unwraps(self):
         """A fault fires C{times} times on matching requests only, then the handler is unwrapped."""

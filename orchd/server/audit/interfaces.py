@@ -12,7 +12,8 @@ class IAuditSink(Interface):
     C{requestObject} and C{responseObject}, when present, are
     L{orchd.server.audit.record.Body} values (call C{decode()} for the
     object); L{orchd.server.audit.record.encode_event} writes the JSON line.
-    The sink owns the dict once given it.
+    A sink may keep the event but never changes it or what it holds:
+    parts of it (the user, a success's status) are shared between events.
     """
 
     def write(event):

@@ -250,6 +250,16 @@ class LogBackend(Service):
             return
         self._pending.append(line)
 
+    def _encode_late(self, event):
+        """On the writer thread: the line of an event queued with its bodies."""
+        try:
+            return self._encode(event)
+        except Exception as e:   # a bug: keep the other events
+            self.write_errors += 1
+            self.reactor.callFromThread(
+                self.log.error, "Audit log: cannot encode an event: {error}", error=e)
+            return b""
+
     def _drop(self):
         self.dropped += 1
         if self.dropped == 1 or self.dropped % 10000 == 0:
@@ -274,20 +284,10 @@ class LogBackend(Service):
             stopping = self._stopping.wait(FLUSH_INTERVAL)
             if not pending:
                 continue
-            batch = []
-            while pending:
-                batch.append(pending.popleft())
-            lines = []
-            for event in batch:
-                if type(event) is bytes:
-                    lines.append(event)
-                    continue
-                try:
-                    lines.append(self._encode(event))
-                except Exception as e:   # a bug: keep the other events
-                    self.write_errors += 1
-                    self.reactor.callFromThread(
-                        self.log.error, "Audit log: cannot encode an event: {error}", error=e)
+            popleft = pending.popleft
+            batch = [popleft() for _ in range(len(pending))]
+            lines = [event if type(event) is bytes else self._encode_late(event)
+                     for event in batch]
             try:
                 out.write(b"".join(lines))
                 out.flush()

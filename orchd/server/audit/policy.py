@@ -66,6 +66,11 @@ class Rule:
         self.urls = tuple(urls)
         self._resource_rule = bool(self.resources) or self.namespaces is not None
 
+    @property
+    def matches_everything(self):
+        """Whether the rule has no criterion at all."""
+        return not (self.users or self.groups or self.verbs or self._resource_rule or self.urls)
+
     def matches(self, user, info):
         """
         Whether the rule covers a request.
@@ -122,9 +127,16 @@ class Policy:
 
     def __init__(self, rules):
         self.rules = tuple(rules)
+        #: The decision of a first rule that matches every request (a
+        #: common policy's last and only rule), so that no rule is walked.
+        self._always = None
+        if self.rules and self.rules[0].matches_everything:
+            self._always = self.rules[0].decision
 
     def decide(self, user, info):
         """The L{Decision} of the first rule matching the request, else L{NOT_AUDITED}."""
+        if self._always is not None:
+            return self._always
         for rule in self.rules:
             if rule.matches(user, info):
                 return rule.decision

@@ -17,7 +17,8 @@ import time
 import orjson
 
 from orchd.api import yamldecode
-from orchd.server.audit.policy import COMPLETE, LEVEL_RANK, PANIC, REQUEST, REQUEST_RESPONSE
+from orchd.server.audit.policy import (COMPLETE, LEVEL_RANK, METADATA, PANIC, REQUEST,
+                                       REQUEST_RESPONSE)
 
 #: [COMPAT] tools that read audit logs (and webhook receivers) expect the upstream group.
 EVENT_API_VERSION = "audit.k8s.io/v1"
@@ -36,6 +37,14 @@ def micro_time(seconds, _cache=[None, ""]):
     if _cache[0] != whole:
         _cache[0], _cache[1] = whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
     return f"{_cache[1]}.{int((seconds - whole) * 1e6):06d}Z"
+
+
+def _success_status(code, _cache={}):
+    """C{responseStatus} of an answer that is not an error: one shared dict per code."""
+    status = _cache.get(code)
+    if status is None:
+        status = _cache[code] = {"metadata": {}, "code": code}
+    return status
 
 
 class Body:
@@ -208,7 +217,12 @@ class AuditRecord:
         self.emit(self._event(stage, code))
 
     def _event(self, stage, code):
+        # Every audited request comes here at least once: the event is built
+        # in one literal, and what does not change within a request (the
+        # user's dict, the source IPs, a success's status) is shared, not
+        # copied; sinks read events and never change them.
         info = self.info
+        user = self.user
         event = {
             "kind": "Event",
             "apiVersion": EVENT_API_VERSION,
@@ -217,32 +231,34 @@ class AuditRecord:
             "stage": stage,
             "requestURI": self.uri,
             "verb": info.verb,
-            "user": self.user.to_dict() if self.user is not None else {},
+            "user": user.shared_dict() if user is not None else {},
         }
         if self.impersonated is not None:
-            event["impersonatedUser"] = self.impersonated.to_dict()
-        event["sourceIPs"] = list(self.source_ips)
+            event["impersonatedUser"] = self.impersonated.shared_dict()
+        event["sourceIPs"] = self.source_ips
         if self.user_agent:
             event["userAgent"] = self.user_agent
-        if info.is_resource_request:
+        resource = info.is_resource_request
+        if resource:
             event["objectRef"] = self._object_ref()
         if code is not None:
             status = self.status
-            if status is not None:
+            if status is None:
+                event["responseStatus"] = _success_status(code)
+            else:
                 event["responseStatus"] = {
                     "metadata": {}, "status": status.get("status", "Failure"),
                     "message": status.get("message", ""), "reason": status.get("reason", ""),
                     **({"details": status["details"]} if "details" in status else {}),
                     "code": status.get("code", code)}
-            else:
-                event["responseStatus"] = {"metadata": {}, "code": code}
-            if stage in (COMPLETE, PANIC) and info.is_resource_request:
+            if resource and self.level != METADATA and (stage == COMPLETE or stage == PANIC):
                 self._bodies(event)
-        now = self.now()
         event["requestReceivedTimestamp"] = micro_time(self.received)
-        event["stageTimestamp"] = micro_time(now)
+        event["stageTimestamp"] = micro_time(self.now())
         if self.annotations:
-            event["annotations"] = dict(self.annotations)
+            # The last event may share them; an earlier one sees them as they were.
+            event["annotations"] = (self.annotations if self.finished
+                                    else dict(self.annotations))
         return event
 
     def _object_ref(self):

@@ -97,7 +97,7 @@ class Auditor:
         if self.policy is None:
             return
         record = self._record(request, info, user)
-        if record is not None:
+        if record is not None and RECEIVED not in record.decision.omit_stages:
             record.stage(RECEIVED)
 
     def authentication_failed(self, request, info, status):

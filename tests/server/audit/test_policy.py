@@ -26,6 +26,22 @@ def level(pol, user, method, path, query=None):
 
 
 class MatchingTests(SynchronousTestCase):
+    def test_catch_all_first_rule(self):
+        """A first rule with no criterion decides every request, anonymous ones included."""
+        pol = policy({"level": "Metadata"}, {"level": "RequestResponse", "users": ["alice"]})
+        self.assertTrue(pol.rules[0].matches_everything)
+        self.assertFalse(pol.rules[1].matches_everything)
+        self.assertEqual(level(pol, ALICE, b"GET", "/api/v1/pods"), "Metadata")
+        self.assertEqual(level(pol, None, b"GET", "/healthz"), "Metadata")
+
+    def test_criterion_first_rule_is_walked(self):
+        """A first rule with any criterion is matched, and a request it misses goes on."""
+        for first in ({"namespaces": ["kube-system"]}, {"nonResourceURLs": ["/healthz"]},
+                      {"verbs": ["watch"]}, {"userGroups": ["devs"]}):
+            pol = policy({"level": "None", **first}, {"level": "Request"})
+            self.assertFalse(pol.rules[0].matches_everything, first)
+            self.assertEqual(level(pol, NODE, b"GET", "/api/v1/namespaces/x/pods"), "Request")
+
     def test_first_match_wins(self):
         """Rules are tried in order and the first that matches decides; no match is None."""
         pol = policy({"level": "None", "users": ["system:node:n1"]},

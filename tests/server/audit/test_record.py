@@ -45,6 +45,25 @@ class EventTests(SynchronousTestCase):
     def events(self, stage="ResponseComplete"):
         return self.api.audit.stages(stage)
 
+    def test_earlier_stage_keeps_its_annotations(self):
+        """RequestReceived shows the annotations of its moment; the last event all of them."""
+        api = self.harness({"level": "Metadata"})
+        api.call("POST", CM, {"metadata": {"name": "c"}})
+        received, complete = api.audit.events
+        self.assertNotIn("annotations", received)
+        self.assertEqual(complete["annotations"]["authorization.k8s.io/decision"], "allow")
+        api.call("GET", CM + "/c")
+        second_received = api.audit.events[2]
+        self.assertEqual(second_received["stage"], "RequestReceived")
+        self.assertNotIn("annotations", second_received)
+
+    def test_user_of_events_is_the_users_dict(self):
+        """Events of one user share one read-only dict of the user, equal to its to_dict()."""
+        user = UserInfo("jane", ("devs", "system:authenticated"), uid="7", extra={"k": ["v"]})
+        self.assertIs(user.shared_dict(), user.shared_dict())
+        self.assertEqual(user.shared_dict(), user.to_dict())
+        self.assertIsNot(user.to_dict(), user.to_dict())
+
     def test_create_metadata_event(self):
         """A create at Metadata level: upstream's fields, no bodies, the object named."""
         api = self.harness({"level": "Metadata"})
