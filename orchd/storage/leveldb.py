@@ -346,8 +346,20 @@ class LevelDBStore(RevisionedStore):
             if change.type == DELETED:
                 return None
             return KeyValue(key, change.value, change.create_revision, change.revision)
-        raw = self._db.get(_CURRENT + key.encode())
-        return None if raw is None else _decode_kv(key, raw)
+        # Through an iterator, not get(): LevelDB charges a get that looks
+        # in more than one table to the first, and merges a table charged
+        # some hundred times into the next level. A create looks for an
+        # absent key, through the newest table (whose keys span the store:
+        # current records, log and meta) into the older ones, so the newest
+        # table was merged, with every table of the next level it spans,
+        # after a few hundred writes: compaction CPU per write grew with
+        # the store. An iterator's reads are charged about once per MB read.
+        record_key = _CURRENT + key.encode()
+        found = self._db.raw_iterator()
+        found.seek(record_key)
+        if found.valid() and found.key() == record_key:
+            return _decode_kv(key, found.value())
+        return None
 
     def _commit(self, change, event, result):
         pending = _Pending(change.key, _encode(change), change, event, result)
