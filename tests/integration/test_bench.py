@@ -44,3 +44,17 @@ class BenchSmokeTests(TestCase):
         for case in report["cases"]:
             reported = [key for key in report if key == case or key.startswith(case + "-")]
             self.assertTrue(reported, f"case {case} reported nothing")
+
+    async def test_store_writes_runs(self):
+        """bench/storewrites.py creates its objects, with a LevelDB option overridden, and reports each window."""
+        workdir = tempfile.mkdtemp(prefix="orchd-storewrites-smoke-")
+        self.addCleanup(shutil.rmtree, workdir, ignore_errors=True)
+        out, err, code = await getProcessOutputAndValue(
+            sys.executable, [os.path.join(ROOT, "bench", "storewrites.py"), "--objects", "300",
+                             "--window", "100", "--dir", workdir,
+                             "--leveldb-option", "write_buffer_size=4194304"],
+            path=workdir, reactor=reactor)
+        self.assertEqual(code, 0, (out + err).decode(errors="replace")[-4000:])
+        windows = [line for line in out.decode().splitlines() if "CPU us per create" in line]
+        self.assertEqual([line.split()[0] for line in windows], ["100", "200", "300"])
+        self.assertIn(b"Compactions", out)

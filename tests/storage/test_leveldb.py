@@ -216,6 +216,36 @@ class LevelDBStoreTests(TestCase):
         store = self.open_store()
         self.assertEqual(await store.count(CM), 5)
 
+    def tables_by_level(self, db):
+        """The numbers of LevelDB's tables at each level that has some."""
+        levels = {}
+        for line in db.get_property(b"leveldb.sstables").decode().splitlines():
+            if line.startswith("--- level "):
+                level = int(line.split()[2])
+            else:
+                levels.setdefault(level, []).append(int(line.split(":")[0]))
+        return levels
+
+    async def test_writes_do_not_make_leveldb_merge_tables(self):
+        """Creates of absent keys, each looked up through two tables, do not get the newer table merged into the older."""
+        db = self.store._db
+        # An older table spanning every key, then a newer one within it, a level above.
+        for name in ("a", "z"):
+            await self.store.create(CM + name, b"")
+        db.compact_range()
+        for name in ("b", "y"):
+            await self.store.create(CM + name, b"")
+        db.compact_range(start=b"x0", stop=b"x1")    # flushes the memtable, merges nothing
+        before = self.tables_by_level(db)
+        self.assertEqual([len(before[level]) for level in (1, 2)], [1, 1])
+        # LevelDB merges a table after some hundreds of lookups charged to it.
+        await defer.gatherResults([self.store.create(CM + "m%04d" % n, b"") for n in range(2000)])
+        for _ in range(3):
+            db.compact_range(start=b"x0", stop=b"x1")    # waits for the background thread
+        after = self.tables_by_level(db)
+        self.assertEqual(after[2], before[2])
+        self.assertIn(before[1][0], after[1])
+
     async def test_compaction_forgets_superseded_history(self):
         """Compaction leaves each key's latest put at or below the horizon and everything above it."""
         kv = await self.store.create(CM + "a", b"1")
