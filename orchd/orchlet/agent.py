@@ -38,6 +38,8 @@ class NodeAgent(Service):
         asked at registration (a slot in a common cycle).
     @param registration_gate: a C{DeferredSemaphore} bounding the
         registrations of many nodes under way at once, or None.
+    @param report_phase: where the periodic status reports come in their
+        common cycle (L{orchd.orchlet.nodestatus.NodeStatus}), or None.
     @ivar registered: a Deferred firing with the registered Node.
     @ivar pods: the L{PodWorker} of this node's pods.
     """
@@ -46,7 +48,7 @@ class NodeAgent(Service):
 
     def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None,
                  capacity=None, labels=None, watch_pods=True, stagger=0,
-                 registration_gate=None):
+                 registration_gate=None, report_phase=None):
         self.clock = clock
         self.api = api
         self.runtime = runtime
@@ -54,7 +56,8 @@ class NodeAgent(Service):
         self.node = None
         self.registered = Deferred()
         self.status = NodeStatus(clock, api, node_name, address, runtime.name, root_dir, port,
-                                 probe=probe, capacity=capacity, labels=labels)
+                                 probe=probe, capacity=capacity, labels=labels,
+                                 report_phase=report_phase)
         self.lease = LeaseRenewer(clock, api, node_name)
         self.events = APIEventRecorder(clock, api, node_name)
         self.pods = PodWorker(clock, api, runtime, node_name, self.events)
