@@ -112,7 +112,8 @@ class NodeAgent(Service):
         self.log.info("Registered node {node}", node=self.node_name)
         self.lease.owner = node
         self.lease.start(self._stagger() if callable(self._stagger) else self._stagger)
-        self.status.start(self.status.repeater.interval)
+        self.status.start(self.status.repeater.interval if self.status.reported is not None
+                          else 0)
         if self.watch is not None:
             self.watch.start()
         self.registered.callback(node)
@@ -130,8 +131,12 @@ class NodeAgent(Service):
                           code=code, body=body)
             return None
         # Create may drop the status (a status subresource); report it at once.
-        if not await self.status.post():
-            return None
+        # A refusal (the server busy: 429) leaves the retries to the status
+        # loop, started at once, as upstream's kubelet reports status apart
+        # from registering: the Node exists, and going back to the end of
+        # thousands of registrations waiting for the gate would leave it
+        # without status or Lease past the grace period, marked Unknown.
+        await self.status.post()
         return body
 
     def stopService(self):
