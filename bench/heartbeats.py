@@ -219,10 +219,13 @@ def cluster_cases(workdir, args, report):
         t0, c0, s0, w0 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid), time.time()
         time.sleep(args.cluster_secs)
         t1, c1, s1 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid)
-        count, ready, leases = count_ready(orchd, "bench-sim-")
         rss = rss_mb(pid), rss_mb(sim.pid)
-        sim.stop()      # it logs a last summary as it stops
+        # It logs a last summary as it stops: of the workload alone, so the
+        # nodes are counted (two lists of every Node and Lease) after it.
+        sim.stop()
         w1 = time.time()
+        # Well within the grace period: a node Ready at the stop still is.
+        count, ready, leases = count_ready(orchd, "bench-sim-")
     finally:
         if sim is not None:
             sim.stop(timeout=0)

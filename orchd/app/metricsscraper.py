@@ -5,27 +5,45 @@ read every L{INTERVAL} seconds by the control plane itself.
 
 Upstream runs metrics-server for this; here every API server process keeps
 its own L{MetricsCache} (it serves NodeMetrics and PodMetrics from it), so
-no extra component is needed. Each round lists the served nodes, asks at
-most L{CONCURRENCY} of them at a time through the same client and
-credentials C{nodes/proxy} and C{pods/log} use (the API server's orchlet
-client certificate), and stores what each answered; a node that cannot be
-reached, answers an error or something unreadable is logged and dropped
-from the cache until it answers again. A round that is still running when
-the next is due is not doubled up: the next starts when it ends.
+no extra component is needed. Each round asks every served node, at most
+L{CONCURRENCY} at a time, with the credentials C{nodes/proxy} and
+C{pods/log} use (the API server's orchlet client certificate, the node's
+serving certificate verified against the cluster CA), and stores what each
+answered; a node that cannot be reached, answers an error or something
+unreadable is logged and dropped from the cache until it answers again. A
+round that is still running when the next is due is not doubled up: the
+next starts when it ends.
+
+It runs on the reactor that serves every request, thousands of nodes every
+15 s, so each round is kept lean: the nodes come from an informer that
+keeps only each one's name, address and orchlet port (L{NodeTarget}), not
+from a listing of every Node decoded each round; and each node is asked
+over one kept-alive connection of its own with the node agent's small
+HTTP/1.1 client (L{orchd.orchlet.keptconn}), not twisted.web's C{Agent},
+whose parser and Deferred chains per answer were most of the round's cost.
 """
 
+import re
+from collections import namedtuple
+
 from twisted.application.service import Service
-from twisted.internet.defer import CancelledError, Deferred, DeferredSemaphore, gatherResults
-from twisted.internet.protocol import Protocol
+from twisted.internet.abstract import isIPAddress, isIPv6Address
+from twisted.internet.defer import (
+    CancelledError, Deferred, DeferredList, gatherResults, succeed,
+)
+from twisted.internet.endpoints import (
+    HostnameEndpoint, TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS,
+)
 from twisted.internet.task import LoopingCall
 from twisted.logger import Logger
-from twisted.web.client import PotentialDataLoss, ResponseDone
-from twisted.web.http_headers import Headers
+from twisted.python.failure import Failure
 
 from orchd.api.promtext import ParseError
+from orchd.orchlet.keptconn import BadResponse, KeptConnections, request_bytes
 from orchd.registry.nodeproxy import node_address, orchlet_port
-from orchd.registry.options import ListOptions
 from orchd.registry.resourcemetrics import parse_node_metrics
+from orchd.storage.informer import Informer
+from orchd.tls.client import ClientTLSPolicy
 
 #: Seconds between two rounds (metrics-server's default resolution).
 INTERVAL = 15.0
@@ -37,100 +55,155 @@ TIMEOUT = 10.0
 MAX_BODY = 8 * 1024 * 1024
 
 PATH = "/metrics/resource"
+#: What no address (IP or DNS name) has: spaces, controls, anything not ASCII.
+_NOT_AN_ADDRESS = re.compile(r"[^\x21-\x7e]")
 
 
 class ScrapeError(Exception):
     """A node's answer could not be had or read."""
 
 
-class _Body(Protocol):
-    """Collects a response body of at most L{MAX_BODY} bytes."""
-
-    def __init__(self, done):
-        self.done = done
-        self.chunks = []
-        self.size = 0
-
-    def dataReceived(self, data):
-        self.size += len(data)
-        if self.size > MAX_BODY:
-            self.chunks = []
-            self.transport.stopProducing()
-            return
-        self.chunks.append(data)
-
-    def connectionLost(self, reason):
-        if self.size > MAX_BODY:
-            self.done.errback(ScrapeError(f"answer over {MAX_BODY} bytes"))
-        elif reason.check(ResponseDone, PotentialDataLoss):
-            self.done.callback(b"".join(self.chunks))
-        else:
-            self.done.errback(ScrapeError(f"answer cut off: {reason.value}"))
+#: What the scraper keeps of a Node: its name, the address to reach its
+#: orchlet at (None if it has none) and the orchlet's port (0 if unknown).
+NodeTarget = namedtuple("NodeTarget", ["name", "address", "port"])
 
 
-def agent_fetch(agent):
+def node_target(node):
+    """The L{NodeTarget} of a Node object."""
+    return NodeTarget((node.get("metadata") or {}).get("name", ""), node_address(node),
+                      orchlet_port(node))
+
+
+def _endpoint(reactor, address, port):
+    """A TCP endpoint to C{address}: an IP address needs no name lookup."""
+    if isIPAddress(address):
+        return TCP4ClientEndpoint(reactor, address, port, timeout=TIMEOUT)
+    if isIPv6Address(address):
+        return TCP6ClientEndpoint(reactor, address, port, timeout=TIMEOUT)
+    return HostnameEndpoint(reactor, address, port, timeout=TIMEOUT)
+
+
+class OrchletClient:
     """
-    C{fetch(node) -> Deferred(bytes)} asking a node's orchlet port with
-    C{agent} (L{orchd.server.proxy.orchlet_agent}).
+    C{fetch(target) -> Deferred(bytes)}: a node's C{/metrics/resource}, over
+    one kept connection per node (a scrape every 15 s reuses it).
+
+    A node's connection follows its address and port: when either changes,
+    or the node is no longer scraped (L{forget_others}), it is closed.
+
+    @param policy: the L{ClientTLSPolicy} (verifying the node's serving
+        certificate against the cluster CA, presenting the API server's
+        orchlet client certificate).
+    @param endpoint: C{endpoint(address, port)}, the client endpoint to a
+        node; by default TLS with C{policy} over TCP.
     """
-    async def fetch(node):
-        address, port = node_address(node), orchlet_port(node)
+
+    def __init__(self, reactor, policy, timeout=TIMEOUT, max_body=MAX_BODY, endpoint=None):
+        self._reactor = reactor
+        self._endpoint = endpoint or self._tls_endpoint
+        self._policy = policy
+        self._timeout = timeout
+        self._max_body = max_body
+        self._nodes = {}            # name -> ((address, port), KeptConnections)
+
+    @classmethod
+    def from_pems(cls, reactor, ca_pem, client_cert_pem, client_key_pem):
+        """A client verifying nodes against C{ca_pem}, presenting the given certificate."""
+        return cls(reactor, ClientTLSPolicy(ca_pem, client_cert_pem, client_key_pem))
+
+    def _tls_endpoint(self, address, port):
+        creator = self._policy.creatorForNetloc(address.encode("ascii"), port)
+        return wrapClientTLS(creator, _endpoint(self._reactor, address, port))
+
+    def _connections(self, target):
+        address, port = target.address, target.port
         if address is None or not port:
             raise ScrapeError("no address or orchlet port in its status")
-        host = f"[{address}]" if ":" in address else address
+        if _NOT_AN_ADDRESS.search(address):
+            raise ScrapeError(f"invalid address {address!r}")
+        known = self._nodes.get(target.name)
+        if known is not None:
+            if known[0] == (address, port):
+                return known[1]
+            known[1].close()
+        endpoint = self._endpoint(address, port)
+        shown = f"[{address}]" if ":" in address else address
+        connections = KeptConnections(self._reactor, endpoint,
+                                      shown if port == 443 else f"{shown}:{port}", 1,
+                                      max_body=self._max_body)
+        self._nodes[target.name] = ((address, port), connections)
+        return connections
+
+    async def fetch(self, target):
+        """The body of the node's answer; L{ScrapeError} for anything but a 200 read whole."""
+        connections = self._connections(target)
         try:
-            url = f"https://{host}:{port}{PATH}".encode("ascii")
-        except UnicodeEncodeError:
-            raise ScrapeError(f"invalid address {address!r}") from None
-        headers = Headers({b"accept": [b"text/plain"]})
-        try:
-            response = await agent.request(b"GET", url, headers)
+            data = request_bytes("GET", PATH, connections.host, [("Accept", "text/plain")])
+            code, _, body = await connections.request(data, self._timeout)
         except CancelledError:
             raise
+        except BadResponse as e:
+            raise ScrapeError(f"unreadable answer: {e}") from None
         except Exception as e:
             raise ScrapeError(str(e) or e.__class__.__name__) from None
-        done = Deferred()
-        response.deliverBody(_Body(done))
-        body = await done
-        if response.code != 200:
-            raise ScrapeError(f"answered {response.code}")
+        if code != 200:
+            raise ScrapeError(f"answered {code}")
         return body
-    return fetch
+
+    def forget_others(self, names):
+        """Close the connections of the nodes not in C{names}."""
+        for name in [name for name in self._nodes if name not in names]:
+            self._nodes.pop(name)[1].close()
+
+    def close(self):
+        """Close every connection; a Deferred that fires once they are closed."""
+        closing = [connections.close() for _, connections in self._nodes.values()]
+        self._nodes = {}
+        if not closing:
+            return succeed(None)
+        return DeferredList(closing).addCallback(lambda _: None)
 
 
 class MetricsScraper(Service):
     """
     Reads every node's resource metrics into C{cache} on C{clock}.
 
-    @param nodes: C{async nodes() -> [node objects]}, the nodes to scrape.
-    @param fetch: C{fetch(node) -> awaitable bytes}, see L{agent_fetch}.
+    @param nodes: C{async nodes() -> [NodeTarget]}, the nodes to scrape.
+    @param fetch: C{fetch(target) -> awaitable bytes}, see L{OrchletClient.fetch}.
     @param cache: the L{orchd.registry.resourcemetrics.MetricsCache} to fill.
-    @param pool: the C{HTTPConnectionPool} C{fetch} uses, closed at stop, or None.
+    @param client: the L{OrchletClient} C{fetch} uses (its connections are
+        closed at stop, and those of nodes gone after each round), or None.
+    @param informer: what C{nodes} reads (L{FollowedNodes}), stopped with
+        the scraper, or None.
     """
 
     log = Logger()
 
     def __init__(self, clock, nodes, fetch, cache, interval=INTERVAL,
-                 concurrency=CONCURRENCY, timeout=TIMEOUT, pool=None):
+                 concurrency=CONCURRENCY, timeout=TIMEOUT, client=None, informer=None):
         self.clock = clock
-        self._pool = pool
+        self._client = client
+        self._informer = informer
         self._nodes = nodes
         self._fetch = fetch
         self.cache = cache
         self.interval = interval
         self.timeout = timeout
-        self._limit = DeferredSemaphore(concurrency)
+        self._concurrency = concurrency
         self._loop = None
         self._failing = set()
 
     @classmethod
-    def for_catalog(cls, clock, catalog, fetch, cache, **kw):
-        """A scraper of the nodes C{catalog} serves (read from its watch cache)."""
-        async def nodes():
-            listed = await catalog.resource("", "nodes").list(
-                catalog.system_context(), ListOptions(resource_version="0"))
-            return listed.get("items") or []
-        return cls(clock, nodes, fetch, cache, **kw)
+    def for_catalog(cls, clock, catalog, client, cache, **kw):
+        """
+        A scraper of the nodes C{catalog} serves, with C{client} (an
+        L{OrchletClient}): an informer on its watch cache keeps what it needs
+        of each Node (L{FollowedNodes}).
+        """
+        nodes = FollowedNodes(Informer(
+            catalog.reads, catalog.resource("", "nodes").info.key_prefix(), _ignore,
+            keep=node_target, clock=clock))
+        return cls(clock, nodes, client.fetch, cache, client=client, informer=nodes, **kw)
 
     def startService(self):
         super().startService()
@@ -142,9 +215,11 @@ class MetricsScraper(Service):
     def stopService(self):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        if self._informer is not None:
+            self._informer.stop()
         super().stopService()
-        if self._pool is not None:
-            return self._pool.closeCachedConnections()
+        if self._client is not None:
+            return self._client.close()
         return None
 
     async def scrape(self):
@@ -154,10 +229,19 @@ class MetricsScraper(Service):
         except Exception as e:
             self.log.warn("Cannot list the nodes to scrape: {error}", error=e)
             return
-        names = {(node.get("metadata") or {}).get("name", "") for node in nodes}
+        names = {node.name for node in nodes}
         self.cache.keep_nodes(names)
         self._failing &= names
-        await gatherResults([self._limit.run(self._one, node) for node in nodes],
+        if self._client is not None:
+            self._client.forget_others(names)
+        # A few workers taking the nodes in turn: no Deferred waits per node.
+        todo = iter(nodes)
+
+        async def worker():
+            for node in todo:
+                await self._one(node)
+        await gatherResults([Deferred.fromCoroutine(worker())
+                             for _ in range(min(self._concurrency, len(nodes)))],
                             consumeErrors=True)
 
     def _one(self, node):
@@ -171,7 +255,7 @@ class MetricsScraper(Service):
         return work.addBoth(done)
 
     async def _scrape_node(self, node):
-        name = (node.get("metadata") or {}).get("name", "")
+        name = node.name
         try:
             body = await self._fetch(node)
             point, pods = parse_node_metrics(body.decode("utf-8", "replace"),
@@ -196,3 +280,47 @@ class MetricsScraper(Service):
             self._failing.add(name)
             self.log.warn("Cannot scrape the resource metrics of node {node}: {why}",
                           node=name, why=why)
+
+
+class FollowedNodes:
+    """
+    C{async nodes() -> [NodeTarget]} from an informer of Nodes keeping
+    L{node_target}: started by the first call, which (like any call before
+    the first listing is in) waits for it; a listing that fails is tried
+    again by the next call.
+    """
+
+    log = Logger()
+
+    def __init__(self, informer):
+        self._informer = informer
+        self._started = False
+        self._listed = False
+        self._waiting = []
+
+    async def __call__(self):
+        if not self._listed:
+            waiting = Deferred()
+            self._waiting.append(waiting)
+            if not self._started:
+                self._started = True
+                Deferred.fromCoroutine(self._informer.start()).addBoth(self._done)
+            await waiting
+        return list(self._informer.cache.values())
+
+    def _done(self, result):
+        self._started = False
+        self._listed = not isinstance(result, Failure)
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if self._listed:
+                waiter.callback(None)
+            else:
+                waiter.errback(ScrapeError(f"cannot list the nodes: {result.value}"))
+
+    def stop(self):
+        self._informer.stop()
+
+
+def _ignore(type, obj, old):
+    """The scraper reads the informer's cache each round; changes need nothing more."""

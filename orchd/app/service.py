@@ -16,7 +16,6 @@ from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.error import CannotListenError
 from twisted.internet.task import deferLater
 from twisted.logger import Logger
-from twisted.web.client import HTTPConnectionPool
 
 from orchd.api.errors import StatusError
 from orchd.api.kinds import RBAC
@@ -28,7 +27,7 @@ from orchd.app.config import ConfigError
 from orchd.app.datadir import DataDirError, restrict_umask, secure_data_dir
 from orchd.app.encryptionconfig import EncryptionConfigError, load_encryption_config
 from orchd.app.fdlimit import raise_open_file_limit
-from orchd.app.metricsscraper import MetricsScraper, agent_fetch
+from orchd.app.metricsscraper import MetricsScraper, OrchletClient
 from orchd.app.orchletclient import ensure_orchlet_client
 from orchd.app.orchletsettings import orchlet_settings, simulated_node_settings
 from orchd.app.pki import PKI, PKIError
@@ -327,15 +326,13 @@ class ControlPlane(MultiService):
             plain_agent(self.reactor, pki.ca_pem))
 
     def _metrics_scraper(self):
-        """The nodes' resource metrics, read as C{nodes/proxy} reads them, into the cache."""
+        """The nodes' resource metrics, read with the credentials C{nodes/proxy} uses."""
         pki = self.pki
         # One kept connection per node (a scrape every 15 s), closed at stop.
-        pool = HTTPConnectionPool(self.reactor, persistent=True)
-        pool.maxPersistentPerHost = 1
-        agent = orchlet_agent(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
-                              pki.orchlet_client_key_pem, pool=pool)
-        return MetricsScraper.for_catalog(self.reactor, self.catalog, agent_fetch(agent),
-                                          self.resource_metrics, pool=pool)
+        client = OrchletClient.from_pems(self.reactor, pki.ca_pem, pki.orchlet_client_cert_pem,
+                                         pki.orchlet_client_key_pem)
+        return MetricsScraper.for_catalog(self.reactor, self.catalog, client,
+                                          self.resource_metrics)
 
     def _storage_types(self):
         """C{(key prefix, resource label)} of the served kinds, for the storage latency."""

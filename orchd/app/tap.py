@@ -13,23 +13,12 @@ import sys
 
 from twisted.python import usage
 
+from orchd.app import collector
 from orchd.app.config import BOOLEAN_FLAGS, SETTINGS, SETTINGS_BY_FLAG, Config, ConfigError
 from orchd.app.logformat import ProcessLogging
 from orchd.app.service import make_service
 
 PROGRAM = "twistd orchd"
-
-#: The garbage collector's thresholds (CPython's are 700, 10, 10): net
-#: container allocations before a young collection, then young collections
-#: per middle one and middle ones per full one. orchd's caches (watch caches,
-#: a dozen informers of pods) hold millions of objects and replace thousands
-#: of them a second under load: with the defaults a full collection, which
-#: scans all of them (a few tenths of a second with a hundred simulated
-#: nodes' pods), came several times per thousand pods started, a third of the
-#: process's CPU. Cycles are rare in what orchd allocates (JSON trees, bytes);
-#: most of it is freed by reference counting, so collecting less often costs
-#: little memory.
-GC_THRESHOLDS = (50_000, 10, 10)
 
 
 def _help(setting):
@@ -104,8 +93,7 @@ def makeService(options):
     # twistd's own options (--logfile, -n) say where the log goes.
     service = ProcessLogging(service, getattr(options, "parent", None), config.log_format)
     # The modules, classes and tables loaded by now live as long as the
-    # process: keep them out of every full garbage collection, whose pause
-    # (a stall of every request) grows with what it has to scan.
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
+    # process: out of every full garbage collection, as what survives each
+    # full collection from now on (orchd.app.collector says why).
+    collector.install(gc)
     return service

@@ -38,6 +38,8 @@ class NodeAgent(Service):
         asked at registration (a slot in a common cycle).
     @param registration_gate: a C{DeferredSemaphore} bounding the
         registrations of many nodes under way at once, or None.
+    @param report_phase: where the periodic status reports come in their
+        common cycle (L{orchd.orchlet.nodestatus.NodeStatus}), or None.
     @ivar registered: a Deferred firing with the registered Node.
     @ivar pods: the L{PodWorker} of this node's pods.
     """
@@ -46,7 +48,7 @@ class NodeAgent(Service):
 
     def __init__(self, clock, api, runtime, node_name, address, root_dir, port, probe=None,
                  capacity=None, labels=None, watch_pods=True, stagger=0,
-                 registration_gate=None):
+                 registration_gate=None, report_phase=None):
         self.clock = clock
         self.api = api
         self.runtime = runtime
@@ -54,7 +56,8 @@ class NodeAgent(Service):
         self.node = None
         self.registered = Deferred()
         self.status = NodeStatus(clock, api, node_name, address, runtime.name, root_dir, port,
-                                 probe=probe, capacity=capacity, labels=labels)
+                                 probe=probe, capacity=capacity, labels=labels,
+                                 report_phase=report_phase)
         self.lease = LeaseRenewer(clock, api, node_name)
         self.events = APIEventRecorder(clock, api, node_name)
         self.pods = PodWorker(clock, api, runtime, node_name, self.events)
@@ -109,7 +112,8 @@ class NodeAgent(Service):
         self.log.info("Registered node {node}", node=self.node_name)
         self.lease.owner = node
         self.lease.start(self._stagger() if callable(self._stagger) else self._stagger)
-        self.status.start(self.status.repeater.interval)
+        self.status.start(self.status.repeater.interval if self.status.reported is not None
+                          else 0)
         if self.watch is not None:
             self.watch.start()
         self.registered.callback(node)
@@ -127,8 +131,12 @@ class NodeAgent(Service):
                           code=code, body=body)
             return None
         # Create may drop the status (a status subresource); report it at once.
-        if not await self.status.post():
-            return None
+        # A refusal (the server busy: 429) leaves the retries to the status
+        # loop, started at once, as upstream's kubelet reports status apart
+        # from registering: the Node exists, and going back to the end of
+        # thousands of registrations waiting for the gate would leave it
+        # without status or Lease past the grace period, marked Unknown.
+        await self.status.post()
         return body
 
     def stopService(self):

@@ -71,8 +71,9 @@ class KeptConnection(Protocol):
     @ivar reusable: whether the last answer left the connection open for another request.
     """
 
-    def __init__(self, pool):
+    def __init__(self, pool, max_body=MAX_BODY):
         self._pool = pool
+        self._max_body = max_body
         self._answer = None          # the Deferred of the request under way
         self._buffer = bytearray()
         self._state = None
@@ -166,7 +167,7 @@ class KeptConnection(Protocol):
                 size = int(line, 16)
             except ValueError:
                 raise BadResponse("a chunk size is not a hexadecimal number") from None
-            if len(self._body) + size > MAX_BODY:
+            if len(self._body) + size > self._max_body:
                 raise BadResponse("the answer's body is too large")
             if size == 0:
                 self._state = "trailers"
@@ -203,7 +204,7 @@ class KeptConnection(Protocol):
                 return False
             return True
         if state == "to-close":
-            if len(self._body) + len(self._buffer) > MAX_BODY:
+            if len(self._body) + len(self._buffer) > self._max_body:
                 raise BadResponse("the answer's body is too large")
             self._body += self._buffer
             self._buffer.clear()
@@ -254,7 +255,7 @@ class KeptConnection(Protocol):
             self._state = "chunk-size"
             return True
         if length is not None:
-            if length > MAX_BODY:
+            if length > self._max_body:
                 raise BadResponse("the answer's body is too large")
             self._left = length
             self._state = "body"
@@ -293,7 +294,7 @@ class _Factory(Factory):
         self._pool = pool
 
     def buildProtocol(self, addr):
-        return KeptConnection(self._pool)
+        return KeptConnection(self._pool, self._pool.max_body)
 
 
 class KeptConnections:
@@ -302,10 +303,12 @@ class KeptConnections:
 
     @param endpoint: an C{IStreamClientEndpoint} (TLS wrapped for HTTPS).
     @param host: the C{Host} header's value.
+    @param max_body: the most bytes of an answer's body accepted.
     """
 
-    def __init__(self, reactor, endpoint, host, kept):
+    def __init__(self, reactor, endpoint, host, kept, max_body=MAX_BODY):
         self._reactor = reactor
+        self.max_body = max_body
         self._endpoint = endpoint
         self.host = host
         self.kept = kept

@@ -169,13 +169,18 @@ class NodeStatus:
     @param capacity: C{{resource: quantity}} reported as capacity and
         allocatable, or None for this machine's (L{capacity}).
     @param labels: labels added to L{node_labels}.
+    @param report_phase: None, or where in a common cycle of C{report_interval}
+        seconds the periodic reports come: simulated nodes that registered
+        within a minute would otherwise report together every 5 minutes,
+        in a burst (L{orchd.orchlet.simnodes} spreads them as it spreads
+        the Lease renewals).
     """
 
     log = Logger()
 
     def __init__(self, clock, api, node_name, address, runtime_name, root_dir, port,
                  probe=None, check_interval=CHECK_INTERVAL, report_interval=REPORT_INTERVAL,
-                 capacity=None, labels=None):
+                 capacity=None, labels=None, report_phase=None):
         self.clock = clock
         self.api = api
         self.node_name = node_name
@@ -187,6 +192,7 @@ class NodeStatus:
         self.capacity = capacity
         self.extra_labels = dict(labels or {})
         self.report_interval = report_interval
+        self.report_phase = report_phase
         self.reported = None            # (health, time) of the last accepted report
         self.conditions = []
         self.posts = 0
@@ -224,10 +230,21 @@ class NodeStatus:
         health = self.probe()
         if self.reported is not None:
             last_health, last_time = self.reported
-            due = self.clock.seconds() - last_time >= self.report_interval
+            due = self.clock.seconds() >= self.next_report(last_time)
             if health == last_health and not due:
                 return True
         return await self.post(health)
+
+    def next_report(self, last_time):
+        """
+        When the periodic report after one at C{last_time} is due: an
+        interval later, or with a C{report_phase}, at the first moment after
+        it at that phase of the common cycle (that starts at the epoch).
+        """
+        if self.report_phase is None:
+            return last_time + self.report_interval
+        return last_time + ((self.report_phase - last_time) % self.report_interval
+                            or self.report_interval)
 
     async def post(self, health=None):
         health = self.probe() if health is None else health

@@ -32,7 +32,9 @@ and reused while valid, so later starts are quick.
 What is shared: the reactor and its timers (a node has no thread; its
 Lease renewals are placed on a common 10 s cycle, node C{i} at C{i/N} of
 it, L{heartbeat_phase}, whenever it registered, so that renewals come
-evenly, N/10 a second); the pod watch (a node may list and watch all pods,
+evenly, N/10 a second, and so are the 5-minute status reports: nodes that
+registered within the same minute would otherwise all report again within
+a minute, every 5 minutes, a burst of thousands of Node writes); the pod watch (a node may list and watch all pods,
 so one list and one watch of every bound pod, C{spec.nodeName!=}, made
 with the first node's identity, feeds every node's worker); the serving
 certificate and its TLS context. Each node serves its own HTTPS endpoint
@@ -65,6 +67,7 @@ from orchd.orchlet.agent import NodeAgent
 from orchd.orchlet.apiclient import APIClient
 from orchd.orchlet.bootstrap import credential_paths, request_certificate
 from orchd.orchlet.heartbeat import RENEW_INTERVAL
+from orchd.orchlet.nodestatus import REPORT_INTERVAL as REPORT_STATUS_INTERVAL
 from orchd.orchlet.podwatch import PodWatch
 from orchd.orchlet.server import OrchletEndpoint
 from orchd.orchlet.service import load_pair, store_pair
@@ -397,7 +400,8 @@ class SimulatedNodes(StartingService):
                               labels={SIMULATED_LABEL: "true"}, watch_pods=False,
                               stagger=lambda phase=phase: delay_to_phase(reactor.seconds(),
                                                                          phase),
-                              registration_gate=gate)
+                              registration_gate=gate,
+                              report_phase=heartbeat_phase(index, count, REPORT_STATUS_INTERVAL))
             agent.lease.observe = self.stats.observe
             self.runtimes.append(runtime)
             self.agents[name] = agent

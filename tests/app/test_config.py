@@ -15,7 +15,7 @@ from twisted.application.service import Service
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api.features import FeatureGates
-from orchd.app import tap
+from orchd.app import collector, tap
 from orchd.app.config import (
     AUTHORIZATION_MODES, BOOLEAN_FLAGS, SETTINGS, Config, ConfigError, load_config,
     parse_bool, parse_duration,
@@ -68,15 +68,19 @@ class OptionsTests(SynchronousTestCase):
         self.assertEqual(received[0].secure_port, 0)
 
     def test_make_service_collects_garbage_less_often(self):
-        """makeService freezes what is loaded and raises every garbage collection threshold."""
+        """makeService freezes what is loaded, raises the young threshold and freezes after
+        full collections, once."""
         self.patch(tap, "make_service", lambda config: Service())
         self.patch(tap, "gc", _RecordingGC())
         options = Options()
         options.parseOptions(["--secure-port=0"])
         tap.makeService(options)
-        self.assertEqual(tap.gc.calls, [("freeze",), ("set_threshold", tap.GC_THRESHOLDS)])
-        young, middle, full = tap.GC_THRESHOLDS
-        self.assertGreater(young * middle * full, 700 * 10 * 10)
+        tap.makeService(options)
+        self.assertEqual(tap.gc.calls, [("freeze",), ("set_threshold", collector.THRESHOLDS)] * 2)
+        self.assertEqual([type(hook) for hook in tap.gc.callbacks],
+                         [collector.FreezeAfterFullCollections])
+        young, middle, full = collector.THRESHOLDS
+        self.assertGreater(young, 700)
 
 
 class _RecordingGC:
@@ -84,6 +88,7 @@ class _RecordingGC:
 
     def __init__(self):
         self.calls = []
+        self.callbacks = []
 
     def freeze(self):
         self.calls.append(("freeze",))

@@ -55,7 +55,8 @@ class SimulatedNodesTests(TestCase):
         return body if code == 200 else None
 
     async def test_nodes_ready_with_leases_and_identities(self):
-        """Three Nodes, Ready, labelled, with the configured capacity and Leases of their own."""
+        """Three Nodes, Ready, labelled, with the configured capacity, Leases of their own and
+        their status reports spread."""
         code, nodes = await self.server.call(
             "GET", "/api/v1/nodes?labelSelector=orchlet.orch.io%2Fsimulated%3Dtrue")
         self.assertEqual(code, 200, nodes)
@@ -85,6 +86,8 @@ class SimulatedNodesTests(TestCase):
             "PATCH", "/api/v1/nodes/host-sim-1/status", {"status": {}},
             "application/merge-patch+json")
         self.assertEqual(code, 403, body)
+        # The 5-minute status reports are spread over their cycle as the renewals are.
+        self.assertEqual([a.status.report_phase for a in self.agents], [0, 100, 200])
         # Credentials are kept under the root directory, one pair per node.
         for name in NAMES:
             self.assertTrue(os.path.exists(os.path.join(

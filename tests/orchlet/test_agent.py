@@ -23,6 +23,8 @@ class NodeAgentTests(SynchronousTestCase):
     def answer(self, method, path, body):
         if self.down:
             raise ConnectionRefusedError()
+        if getattr(self, "busy", False) and path.endswith("/status"):
+            return 429, {"reason": "TooManyRequests"}
         if (method, path) == ("POST", "/api/v1/nodes"):
             if self.existing:
                 return 409, {"reason": "AlreadyExists"}
@@ -68,6 +70,20 @@ class NodeAgentTests(SynchronousTestCase):
         self.down = False
         self.clock.advance(0.8)
         self.successResultOf(self.agent.registered)
+
+    def test_status_refused_at_registration(self):
+        """A status post refused after the Node is created is retried by the status loop at once,
+        not by registering again."""
+        self.busy = True
+        self.agent.startService()
+        self.successResultOf(self.agent.registered)
+        self.assertEqual(self.api.calls("POST")[:1], [("POST", "/api/v1/nodes")])
+        self.clock.advance(0)         # still refused: the loop backs off
+        self.busy = False
+        self.clock.advance(0.2)
+        self.assertEqual(self.api.calls("PATCH"), [("PATCH", "/api/v1/nodes/n1/status")] * 3)
+        self.assertEqual(self.api.calls("POST").count(("POST", "/api/v1/nodes")), 1)
+        self.assertIsNotNone(self.agent.status.reported)
 
     def test_stop_while_retrying(self):
         self.down = True

@@ -89,6 +89,26 @@ class NodeStatusTests(SynchronousTestCase):
         self.clock.advance(10)
         self.assertEqual(self.posts(), 3)
 
+    def test_reports_at_their_phase(self):
+        """With a phase, the periodic reports come at that point of the common 5-minute cycle."""
+        self.status.report_phase = 150.0
+        self.clock.advance(1000)            # registered at 1000: 200 s into a cycle
+        self.status.start()
+        self.clock.advance(0)
+        self.assertEqual(self.posts(), 1)
+        self.assertEqual(self.status.next_report(1000), 1050)
+        self.assertEqual(self.status.next_report(1050), 1350)
+        for _ in range(4):
+            self.clock.advance(10)
+        self.assertEqual(self.posts(), 1)        # 1040: not yet
+        self.clock.advance(10)
+        self.assertEqual(self.posts(), 2)        # 1050: the node's point of the cycle
+        for _ in range(29):
+            self.clock.advance(10)
+        self.assertEqual(self.posts(), 2)
+        self.clock.advance(10)
+        self.assertEqual(self.posts(), 3)        # 1350, a cycle later
+
     def test_failed_post_is_retried(self):
         self.api.answer = lambda method, path, body: (503, {})
         self.status.start()
