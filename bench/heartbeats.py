@@ -160,6 +160,8 @@ SUMMARY = re.compile(r"^(\S+) \[orchd\.orchlet\.simnodes\.SimulatedNodes#info\] 
                      r"(\d+) Lease renewals in the last \d+ s, latency p50 ([\d.]+) ms, "
                      r"p99 ([\d.]+) ms, max ([\d.]+) ms")
 MARKED_UNKNOWN = "stopped posting status; marked Unknown"
+#: A request-log line's status field (server/requestlog.py) when the in-flight limit refused it.
+TOO_MANY = " 429 "
 
 
 def count_ready(orchd, prefix):
@@ -232,8 +234,13 @@ def cluster_cases(workdir, args, report):
         orchd.stop()
     found = summaries(sim.log_path, w0, w1 + 1)
     renewed = sum(n for n, *_ in found)
+    unknown = refused = 0
     with open(os.path.join(workdir, "orchd.log"), errors="replace") as f:
-        unknown = sum(1 for line in f if MARKED_UNKNOWN in line)
+        for line in f:
+            if MARKED_UNKNOWN in line:
+                unknown += 1
+            elif TOO_MANY in line:
+                refused += 1
     report["cluster"] = {
         "nodes": nodes, "secs": round(t1 - t0, 1), "start_up_secs": round(start_up, 1),
         "apiserver_cpu": round((c1 - c0) / (t1 - t0), 3),
@@ -245,7 +252,8 @@ def cluster_cases(workdir, args, report):
         "p50_ms": statistics.median(p50 for _, p50, _, _ in found) if found else None,
         "p99_ms": max(p99 for _, _, p99, _ in found) if found else None,
         "max_ms": max(most for *_, most in found) if found else None,
-        "not_ready": count - ready, "marked_unknown": unknown,
+        "p99s_ms": [p99 for _, _, p99, _ in found],
+        "not_ready": count - ready, "marked_unknown": unknown, "refused_429": refused,
         "apiserver_rss_mb": rss[0], "simulated_rss_mb": rss[1],
     }
 
@@ -261,4 +269,6 @@ def print_cluster(report):
           f"p99 {ms_text(c['p99_ms'])} ms, max {ms_text(c['max_ms'])} ms; renewed {c['renewed']} of "
           f"~{c['expected']}; not Ready at the end {c['not_ready']}, marked Unknown "
           f"{c['marked_unknown']}; RSS API server {c['apiserver_rss_mb']:.0f} MB, "
-          f"simulated nodes {c['simulated_rss_mb']:.0f} MB")
+          f"simulated nodes {c['simulated_rss_mb']:.0f} MB; requests answered 429 over the "
+          f"whole run {c['refused_429']}; p99 of each 30 s summary "
+          f"{', '.join(ms_text(p) for p in c['p99s_ms'])} ms")
