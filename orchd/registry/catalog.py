@@ -17,6 +17,7 @@ from zope.interface import Attribute, Interface, implementer
 from orchd.admission.chain import AdmissionChain
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
 from orchd.api.fieldmanager import FieldManager
+from orchd.api.kinds import key_prefix_of
 from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
 from orchd.registry.definitions import IKindListener
@@ -28,6 +29,8 @@ from orchd.storage.watchcache import WatchCache
 
 #: How many namespaces L{Catalog.cached_namespace} remembers decoded.
 _NAMESPACES_DECODED = 1024
+#: The namespaces' storage prefix (the key of one is the prefix and its name).
+_NAMESPACES = key_prefix_of("", "namespaces")
 
 class IConnector(Interface):
     """A subresource that takes an object of its own kind (e.g. a TokenRequest)."""
@@ -262,9 +265,7 @@ class Catalog:
         object handed to every caller until the cache holds other bytes or
         another revision for it, so it must not be changed.
         """
-        namespaces = self.resource("", "namespaces")
-        info = namespaces.info
-        kv = self.caches[info.key_prefix()].get(info.key("", name))
+        kv = self.caches[_NAMESPACES].get(_NAMESPACES + name)
         decoded = self._namespaces_decoded
         if kv is None:
             decoded.pop(name, None)
@@ -272,7 +273,7 @@ class Catalog:
         held = decoded.get(name)
         if held is not None and held[0] is kv.value and held[1] == kv.mod_revision:
             return held[2]
-        obj = namespaces.decode(kv)
+        obj = self.resource("", "namespaces").decode(kv)
         if len(decoded) >= _NAMESPACES_DECODED:
             # Namespaces made and deleted by the thousand (test suites) are
             # not all remembered.
