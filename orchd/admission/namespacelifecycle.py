@@ -21,7 +21,8 @@ class NamespaceLifecycle:
     @param cached_namespace: C{name -> namespace dict or None}, the namespace
         as known at once (a watch cache), if it is: most creates are then
         checked without waiting on anything; C{get_namespace} is asked when
-        it answers None.
+        it answers None. Neither's answer is changed here (the cached one is
+        shared between requests).
     """
 
     def __init__(self, get_namespace, immortal=SYSTEM_NAMESPACES, cached_namespace=None):

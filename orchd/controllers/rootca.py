@@ -23,6 +23,21 @@ DESCRIPTION = ("Contains a CA bundle that can be used to verify the orchd API se
                "orchd clusters.")
 
 
+#: What is kept of every other config map: nothing of its own.
+_OTHER_MAP = {"metadata": {"name": "", "namespace": ""}}
+
+
+def _root_ca_only(obj):
+    """
+    An informer C{keep}: the name of a root-CA map; every other config map
+    (all a cluster's, followed) shares one empty stand-in, which holds
+    nothing for the process to keep or its collector to scan.
+    """
+    if obj["metadata"].get("name") == ROOT_CA_CONFIG_MAP:
+        return name_only(obj)
+    return _OTHER_MAP
+
+
 class RootCAPublisher(QueuedController):
     """
     @param catalog: the L{orchd.registry.catalog.Catalog}.
@@ -37,7 +52,7 @@ class RootCAPublisher(QueuedController):
         self._ca = ca_pem.decode("ascii") if isinstance(ca_pem, bytes) else ca_pem
         self.follow("", "namespaces", self._namespace_changed, name_only)
         self._maps = catalog.resource("", "configmaps")
-        self.follow("", "configmaps", self._map_changed, name_only)
+        self._maps_informer = self.follow("", "configmaps", self._map_changed, _root_ca_only)
 
     @classmethod
     def from_environment(cls, env):

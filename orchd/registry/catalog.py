@@ -17,6 +17,7 @@ from zope.interface import Attribute, Interface, implementer
 from orchd.admission.chain import AdmissionChain
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
 from orchd.api.fieldmanager import FieldManager
+from orchd.api.kinds import key_prefix_of
 from orchd.auth.user import MASTERS, UserInfo
 from orchd.registry.context import RequestContext
 from orchd.registry.definitions import IKindListener
@@ -25,6 +26,11 @@ from orchd.registry.servicealloc import ServiceAllocators
 from orchd.storage.cachedreads import CachedReads
 from orchd.storage.watchcache import WatchCache
 
+
+#: How many namespaces L{Catalog.cached_namespace} remembers decoded.
+_NAMESPACES_DECODED = 1024
+#: The namespaces' storage prefix (the key of one is the prefix and its name).
+_NAMESPACES = key_prefix_of("", "namespaces")
 
 class IConnector(Interface):
     """A subresource that takes an object of its own kind (e.g. a TokenRequest)."""
@@ -105,6 +111,9 @@ class Catalog:
         self._own_connectors = {}
         self._started = False
         self.caches = {} if caches is None else caches
+        #: L{cached_namespace}'s last decoding of each namespace:
+        #: C{name -> (the cached bytes, their revision, the object)}.
+        self._namespaces_decoded = {}
         self.reads = CachedReads(self.caches, store)
         for definition in kinds.definitions:
             self._add(definition)
@@ -250,10 +259,27 @@ class Catalog:
         """
         The namespace object called C{name} if the watch cache holds it, else
         None (it may still exist: ask L{get_namespace}).
+
+        Every namespaced create asks (namespace lifecycle admission): the
+        object is decoded once per change of the namespace, and the same
+        object handed to every caller until the cache holds other bytes or
+        another revision for it, so it must not be changed.
         """
-        namespaces = self.resource("", "namespaces")
-        kv = self.caches[namespaces.info.key_prefix()].get(namespaces.info.key("", name))
-        return namespaces.decode(kv) if kv is not None else None
+        kv = self.caches[_NAMESPACES].get(_NAMESPACES + name)
+        decoded = self._namespaces_decoded
+        if kv is None:
+            decoded.pop(name, None)
+            return None
+        held = decoded.get(name)
+        if held is not None and held[0] is kv.value and held[1] == kv.mod_revision:
+            return held[2]
+        obj = self.resource("", "namespaces").decode(kv)
+        if len(decoded) >= _NAMESPACES_DECODED:
+            # Namespaces made and deleted by the thousand (test suites) are
+            # not all remembered.
+            decoded.clear()
+        decoded[name] = (kv.value, kv.mod_revision, obj)
+        return obj
 
     def system_context(self, namespace=""):
         """A context for the control plane's own writes (bootstrap, controllers)."""

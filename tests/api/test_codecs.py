@@ -26,3 +26,21 @@ class DecodeTests(SynchronousTestCase):
                                          (b"application/xml", b"<a/>", 415)):
             error = self.assertRaises(StatusError, codecs.decode_body, content_type, body)
             self.assertEqual(error.code, code)
+
+    def test_json_depth_of_objects_and_lists(self):
+        """JSON nested past the limit is 400 whether it nests objects, lists or both; at the limit it decodes."""
+        from orchd.api.bounded import MAX_DEPTH
+        half = MAX_DEPTH // 2
+        at_limit = [b'{"a":' * (MAX_DEPTH - 1) + b"{}" + b"}" * (MAX_DEPTH - 1),
+                    b'{"a":' + b"[" * (MAX_DEPTH - 2) + b"{}" + b"]" * (MAX_DEPTH - 2) + b"}"]
+        too_deep = [b'{"a":' * MAX_DEPTH + b"{}" + b"}" * MAX_DEPTH,
+                    b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}",
+                    b'{"a":' * half + b"[" * (half + 1) + b"1" + b"]" * (half + 1) + b"}" * half]
+        for body in at_limit:
+            self.assertIsInstance(codecs.loads_json(body), dict)
+            self.assertIsInstance(codecs.loads_json(body.decode()), dict)
+        for body in too_deep:
+            for data in (body, body.decode()):
+                error = self.assertRaises(StatusError, codecs.loads_json, data)
+                self.assertEqual(error.code, 400)
+                self.assertIn(f"max depth of {MAX_DEPTH}", error.message)

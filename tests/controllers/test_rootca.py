@@ -2,7 +2,8 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.controllers.rootca import DESCRIPTION_ANNOTATION, RootCAPublisher
+from orchd.controllers.rootca import _OTHER_MAP, DESCRIPTION_ANNOTATION, RootCAPublisher
+from orchd.storage.interfaces import CompactedError
 from tests.support import APIHarness
 
 CA = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -15,7 +16,7 @@ def map_path(namespace):
 class RootCAPublisherTests(SynchronousTestCase):
     def setUp(self):
         self.api = APIHarness()
-        controller = RootCAPublisher(self.api.catalog, self.api.clock, CA)
+        controller = self.controller = RootCAPublisher(self.api.catalog, self.api.clock, CA)
         controller.startService()
         self.addCleanup(controller.stopService)
         self.successResultOf(controller.started)
@@ -61,3 +62,29 @@ class RootCAPublisherTests(SynchronousTestCase):
         self.call("DELETE", "/api/v1/namespaces/going")
         self.call("DELETE", map_path("going"))
         self.assertEqual(self.call("GET", map_path("going"))[0], 404)
+
+    def test_other_maps_kept_as_one_stand_in(self):
+        """Of other config maps nothing of their own is kept; root-CA maps keep their names."""
+        self.call("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}})
+        self.call("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "b"}})
+        cache = self.controller._maps_informer.cache
+        prefix = "/registry/configmaps/default/"
+        self.assertIs(cache[prefix + "a"], _OTHER_MAP)
+        self.assertIs(cache[prefix + "b"], _OTHER_MAP)
+        self.assertEqual(cache[prefix + "orch-root-ca.crt"]["metadata"]["name"],
+                         "orch-root-ca.crt")
+        self.assertEqual(_OTHER_MAP, {"metadata": {"name": "", "namespace": ""}})
+
+    def test_deletions_found_by_listing_again(self):
+        """A root-CA map deleted while the watch was lost is restored; another map's deletion is ignored."""
+        self.call("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a"}})
+        informer = self.controller._maps_informer
+        informer._watch.stop()
+        informer._watch = None
+        self.call("DELETE", map_path("default"))
+        self.call("DELETE", "/api/v1/namespaces/default/configmaps/a")
+        informer._failed(CompactedError(1, 2))
+        self.api.clock.advance(1)
+        self.assertPublished("default")
+        self.assertEqual(self.call("GET", "/api/v1/namespaces/default/configmaps/a")[0], 404)
+        self.assertEqual(self.flushLoggedErrors(), [])

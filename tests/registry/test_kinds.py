@@ -162,7 +162,8 @@ class ConfigDataTests(SynchronousTestCase):
         maps = [{}, {"a": "x", "B-c_d.e": "yy", "0": ""}, {"a" * 253: "v"}, {"a" * 254: "v"},
                 {"a\n": "v"}, {".a": "v"}, {".": "v"}, {"..": "v"}, {"..a": "v"}, {"": "v"},
                 {"a\x00b": "v"}, {"a": "v", "\x00": "w"}, {"ключ": "v"}, {"a": 1},
-                {"a": None, "b": "v"}, {"a.": "v", "-": "w", "_": "x"}, {"a b": "v"}]
+                {"a": None, "b": "v"}, {"a.": "v", "-": "w", "_": "x"}, {"a b": "v"},
+                {"a": ["x"], "b": "yy"}, {"a": {"b": "c"}}, {"a": "é" * 3, "b": "v" * 180}]
         for values in maps:
             errors, size = _map_errors({"data": values}, "data")
             found = [(e.field, e.detail) if e.type != "FieldValueTypeInvalid" else

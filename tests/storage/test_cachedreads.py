@@ -131,3 +131,28 @@ class NamespaceLookupTests(SynchronousTestCase):
         missing = self.successResultOf(Deferred.fromCoroutine(api.catalog.get_namespace("nope")))
         self.assertIsNone(missing)
         self.assertEqual(gets, ["/registry/namespaces/nope"])
+
+    def test_cached_namespace_decoded_once_per_change(self):
+        """The cached namespace is decoded once per change: a new state is a new object, a deleted one None."""
+        api = APIHarness()
+        code, _, _ = api.call("POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+        self.assertEqual(code, 201)
+        first = api.catalog.cached_namespace("team")
+        self.assertIs(api.catalog.cached_namespace("team"), first)
+        code, _, _ = api.call("PATCH", "/api/v1/namespaces/team",
+                              {"metadata": {"labels": {"tier": "gold"}}},
+                              content_type=b"application/merge-patch+json")
+        self.assertEqual(code, 200)
+        changed = api.catalog.cached_namespace("team")
+        self.assertIsNot(changed, first)
+        self.assertEqual(changed["metadata"]["labels"]["tier"], "gold")
+        self.assertNotEqual(changed["metadata"]["resourceVersion"],
+                            first["metadata"]["resourceVersion"])
+        code, _, _ = api.call("DELETE", "/api/v1/namespaces/team")
+        self.assertEqual(code, 200)
+        terminating = api.catalog.cached_namespace("team")
+        self.assertTrue(terminating["metadata"].get("deletionTimestamp"))
+        code, obj, _ = api.call("POST", "/api/v1/namespaces/team/configmaps",
+                                {"metadata": {"name": "late"}})
+        self.assertEqual(code, 403, obj)
+        self.assertIsNone(api.catalog.cached_namespace("absent"))
