@@ -131,14 +131,27 @@ class KeptConnection(Protocol):
 
     # -- parsing ---------------------------------------------------------------------
 
+    def _find(self, ending, limit, too_long):
+        """Where C{ending} starts in the buffer, or -1: a buffer past C{limit} without it is refused."""
+        end = self._buffer.find(ending)
+        if end < 0 and len(self._buffer) > limit:
+            raise BadResponse(too_long)
+        return end
+
+    def _take(self):
+        """Move what is left of the current body or chunk from the buffer; the bytes still due."""
+        take = min(self._left, len(self._buffer))
+        self._body += self._buffer[:take]
+        del self._buffer[:take]
+        self._left -= take
+        return self._left
+
     def _step(self):
         """Parse what the buffer holds for the current state; True to go on."""
         state = self._state
         if state == "head":
-            end = self._buffer.find(b"\r\n\r\n")
+            end = self._find(b"\r\n\r\n", MAX_HEAD, "the answer's head is too long")
             if end < 0:
-                if len(self._buffer) > MAX_HEAD:
-                    raise BadResponse("the answer's head is too long")
                 return False
             if end > MAX_HEAD:
                 raise BadResponse("the answer's head is too long")
@@ -146,18 +159,12 @@ class KeptConnection(Protocol):
             del self._buffer[:end + 4]
             return self._head(head)
         if state == "body":
-            take = min(self._left, len(self._buffer))
-            self._body += self._buffer[:take]
-            del self._buffer[:take]
-            self._left -= take
-            if self._left == 0:
+            if not self._take():
                 self._done()
             return False
         if state == "chunk-size":
-            end = self._buffer.find(b"\r\n")
+            end = self._find(b"\r\n", 1024, "a chunk size line is too long")
             if end < 0:
-                if len(self._buffer) > 1024:
-                    raise BadResponse("a chunk size line is too long")
                 return False
             line = bytes(self._buffer[:end]).split(b";", 1)[0].strip()
             del self._buffer[:end + 2]
@@ -176,11 +183,7 @@ class KeptConnection(Protocol):
                 self._state = "chunk"
             return True
         if state == "chunk":
-            take = min(self._left, len(self._buffer))
-            self._body += self._buffer[:take]
-            del self._buffer[:take]
-            self._left -= take
-            if self._left:
+            if self._take():
                 return False
             self._state = "chunk-end"
             return True
@@ -193,10 +196,8 @@ class KeptConnection(Protocol):
             self._state = "chunk-size"
             return True
         if state == "trailers":
-            end = self._buffer.find(b"\r\n")
+            end = self._find(b"\r\n", MAX_HEAD, "the answer's trailers are too long")
             if end < 0:
-                if len(self._buffer) > MAX_HEAD:
-                    raise BadResponse("the answer's trailers are too long")
                 return False
             del self._buffer[:end + 2]
             if end == 0:

@@ -262,15 +262,17 @@ class APIServerMetrics:
         else:
             key = (verb, dry_run_label(request.args), "", "", "", "", scope, COMPONENT)
         timing.key = key
-        timing.series = self._series.get(key) or self._new_series(key)
+        timing.series = self._series_of(key)
         if verb in ("WATCH", "CONNECT") and kind is not None:
             short = key[:1] + key[2:]
             timing.longrunning = True
             self.longrunning.inc(short)
             request.notifyFinish().addBoth(self._longrunning_ended, request, timing, short)
 
-    def _new_series(self, key):
-        series = self._series[key] = _Series(self, key)
+    def _series_of(self, key):
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(self, key)
         return series
 
     def _longrunning_ended(self, _, request, timing, short):
@@ -298,7 +300,7 @@ class APIServerMetrics:
                 # Refused before its info was read (a malformed query, say).
                 key = (_METHOD_VERBS.get(request.method, "other"), "", "", "", "", "", "",
                        COMPONENT)
-                series = self._series.get(key) or self._new_series(key)
+                series = self._series_of(key)
             code = request.code
             counter = series.codes.get(code)
             if counter is None:
