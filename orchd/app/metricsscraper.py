@@ -6,9 +6,10 @@ read every L{INTERVAL} seconds by the control plane itself.
 Upstream runs metrics-server for this; here every API server process keeps
 its own L{MetricsCache} (it serves NodeMetrics and PodMetrics from it), so
 no extra component is needed. Each round asks every served node, at most
-L{CONCURRENCY} at a time, with the credentials C{nodes/proxy} and
-C{pods/log} use (the API server's orchlet client certificate, the node's
-serving certificate verified against the cluster CA), and stores what each
+L{CONCURRENCY} at a time (a large round spread over half the interval),
+with the credentials C{nodes/proxy} and C{pods/log} use (the API server's
+orchlet client certificate, the node's serving certificate verified
+against the cluster CA), and stores what each
 answered; a node that cannot be reached, answers an error or something
 unreadable is logged and dropped from the cache until it answers again. A
 round that is still running when the next is due is not doubled up: the
@@ -34,7 +35,7 @@ from twisted.internet.defer import (
 from twisted.internet.endpoints import (
     HostnameEndpoint, TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS,
 )
-from twisted.internet.task import LoopingCall
+from twisted.internet.task import LoopingCall, deferLater
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -49,6 +50,12 @@ from orchd.tls.client import ClientTLSPolicy
 INTERVAL = 15.0
 #: Nodes asked at the same time.
 CONCURRENCY = 16
+#: The part of an interval the starts of a round of L{SPREAD_FROM} nodes
+#: or more are spread over: the scraper runs in the API server, and 5,000
+#: nodes asked as fast as they answer hold up every request served
+#: meanwhile, every 15 s. Fewer nodes are asked at once: a short round.
+SPREAD = 0.5
+SPREAD_FROM = 256
 #: Seconds a node has to answer (metrics-server's default: 10 s).
 TIMEOUT = 10.0
 #: An answer longer than this is refused (a node with 110 pods answers ~60 KiB).
@@ -234,11 +241,17 @@ class MetricsScraper(Service):
         self._failing &= names
         if self._client is not None:
             self._client.forget_others(names)
-        # A few workers taking the nodes in turn: no Deferred waits per node.
-        todo = iter(nodes)
+        # A few workers taking the nodes in turn, each node started no
+        # sooner than its share of the spread.
+        todo = enumerate(nodes)
+        began = self.clock.seconds()
+        step = self.interval * SPREAD / len(nodes) if len(nodes) >= SPREAD_FROM else 0
 
         async def worker():
-            for node in todo:
+            for index, node in todo:
+                wait = began + index * step - self.clock.seconds()
+                if wait > 0:
+                    await deferLater(self.clock, wait)
                 await self._one(node)
         await gatherResults([Deferred.fromCoroutine(worker())
                              for _ in range(min(self._concurrency, len(nodes)))],

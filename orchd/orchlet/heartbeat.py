@@ -6,11 +6,17 @@ The node lifecycle controller marks a node unreachable when neither its
 Lease nor its status was renewed within the grace period (40 s), so the
 renewal must keep going through API server hiccups: a failed attempt is
 retried after 0.2 s, doubling up to 7 s (upstream's lease controller
-numbers), and a success returns to the 10 s rhythm. Everything is timed
-with the reactor's clock, so tests drive it with C{task.Clock}.
+numbers), and a success returns to the 10 s rhythm, each wait up to 4%
+longer at random as upstream's: renewals counted from the end of the last
+one would otherwise keep in step the nodes one busy moment of the API
+server answered together, and thousands of nodes would come in bursts.
+Everything is timed with the reactor's clock, so tests drive it with
+C{task.Clock}.
 """
 
+import collections
 import datetime
+import random
 
 from twisted.internet.defer import Deferred, DeferredLock
 from twisted.logger import Logger
@@ -20,6 +26,8 @@ from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
 LEASE_DURATION = 40
 #: Upstream renews every 0.25 x leaseDurationSeconds.
 RENEW_INTERVAL = LEASE_DURATION * 0.25
+#: Upstream's jitter factor of the renewal interval.
+RENEW_JITTER = 0.04
 BACKOFF_START = 0.2
 BACKOFF_CAP = 7.0
 LEASES = f"/apis/coordination.orch.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
@@ -52,17 +60,24 @@ class Repeater:
     """
     Run C{async step()} every C{interval} seconds after success, with
     L{Backoff} after failure (an exception or a false result).
+
+    @param jitter: each wait after a success is up to this fraction of
+        C{interval} longer, at random (C{random()} in [0, 1)).
     """
 
     log = Logger()
 
-    def __init__(self, clock, step, interval, what, backoff=None):
+    def __init__(self, clock, step, interval, what, backoff=None, jitter=0.0,
+                 random=random.random):
         self.clock = clock
         self.step = step
         self.interval = interval
         self.what = what
         self.backoff = backoff or Backoff()
-        self.delays = []            # every delay scheduled, for tests and logs
+        self.jitter = jitter
+        self._random = random
+        #: The last delays scheduled, for tests and logs.
+        self.delays = collections.deque(maxlen=64)
         self._call = None
         self._running = False
         self._current = None
@@ -97,7 +112,8 @@ class Repeater:
         self._current = None
         if ok:
             self.backoff.reset()
-            self._schedule(self.interval)
+            self._schedule(self.interval * (1 + self.jitter * self._random())
+                           if self.jitter else self.interval)
         else:
             self._schedule(self.backoff.next())
 
@@ -126,7 +142,7 @@ class LeaseRenewer:
     log = Logger()
 
     def __init__(self, clock, api, node_name, owner=None, interval=RENEW_INTERVAL,
-                 duration=LEASE_DURATION, observe=None):
+                 duration=LEASE_DURATION, observe=None, random=random.random):
         self.clock = clock
         #: C{observe(seconds)} after each successful update: the renewal's latency.
         self.observe = observe
@@ -136,7 +152,8 @@ class LeaseRenewer:
         self.duration = duration
         self.lease = None
         self.renewals = 0
-        self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease")
+        self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease",
+                                 jitter=RENEW_JITTER, random=random)
         # One renewal at a time: two at once would race to create the Lease.
         self._lock = DeferredLock()
 

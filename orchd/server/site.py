@@ -186,7 +186,7 @@ class APIServer(Resource):
                 auditor.impersonated(request, acting)
         user = acting
         try:
-            slot = self.limiter.acquire(info)
+            slot = self.limiter.acquire(info, user)
         except StatusError as e:
             if timing is not None:
                 self.metrics.terminated(timing, e.code)

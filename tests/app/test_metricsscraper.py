@@ -108,6 +108,19 @@ class ScraperTests(SynchronousTestCase):
         self.assertEqual(self.asked, ["n1", "n2"])
         self.assertEqual(self.warnings[0]["why"], "no answer in 10s")
 
+    def test_large_rounds_spread(self):
+        """A round of many nodes starts them over half the interval, not all at once."""
+        self.nodes = [node(f"n{i}") for i in range(512)]
+        self.scraper.startService()
+        self.addCleanup(self.scraper.stopService)
+        self.assertEqual(self.asked, ["n0"])
+        self.clock.advance(3.75)
+        self.assertEqual(len(self.asked), 257)
+        self.clock.advance(3.75)
+        self.assertEqual(len(self.asked), 512)
+        self.clock.advance(7.5)
+        self.assertEqual(self.asked[512:], ["n0"])
+
     def test_removed_nodes_forgotten(self):
         """A node no longer listed is forgotten."""
         self.scraper.startService()

@@ -52,7 +52,8 @@ class LeaseRenewerTests(SynchronousTestCase):
         self.clock = Clock()
         self.clock.advance(1714557600)
         self.server = LeaseServer()
-        self.renewer = LeaseRenewer(self.clock, self.server.api, "n1", owner=NODE)
+        self.renewer = LeaseRenewer(self.clock, self.server.api, "n1", owner=NODE,
+                                    random=lambda: 0.0)
 
     def test_create_then_renew_every_10s(self):
         """The Lease is created with its owner, then renewed every 10 s."""
@@ -71,7 +72,18 @@ class LeaseRenewerTests(SynchronousTestCase):
         self.assertEqual(self.server.lease["spec"]["renewTime"], "2024-05-01T10:00:10.000000Z")
         self.clock.advance(10)
         self.assertEqual(self.renewer.renewals, 3)
-        self.assertEqual(self.renewer.repeater.delays, [0, 10.0, 10.0, 10.0])
+        self.assertEqual(list(self.renewer.repeater.delays), [0, 10.0, 10.0, 10.0])
+
+    def test_renewals_jittered(self):
+        """Each wait after a success is up to 4% longer at random, as upstream's."""
+        draws = iter([0.5, 0.0, 0.999])
+        renewer = LeaseRenewer(self.clock, self.server.api, "n1", owner=NODE,
+                               random=lambda: next(draws))
+        renewer.start()
+        for _ in range(3):
+            self.clock.advance(renewer.repeater.delays[-1])
+        self.assertEqual([round(d, 4) for d in renewer.repeater.delays],
+                         [0, 10.2, 10.0, 10.3996])
 
     def test_backoff_on_failure(self):
         """Failures are retried after 0.2 s doubling to 7 s; a success resets the rhythm."""
@@ -79,7 +91,7 @@ class LeaseRenewerTests(SynchronousTestCase):
         self.renewer.start()
         for _ in range(9):
             self.clock.advance(self.renewer.repeater.delays[-1])
-        self.assertEqual(self.renewer.repeater.delays,
+        self.assertEqual(list(self.renewer.repeater.delays),
                          [0, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 7.0, 7.0, 7.0])
         self.server.failing = False
         self.clock.advance(7.0)
@@ -94,7 +106,7 @@ class LeaseRenewerTests(SynchronousTestCase):
         self.renewer.api = FakeAPI(broken)
         self.renewer.start()
         self.clock.advance(0)
-        self.assertEqual(self.renewer.repeater.delays, [0, 0.2])
+        self.assertEqual(list(self.renewer.repeater.delays), [0, 0.2])
 
     def test_existing_lease_is_taken_over(self):
         """After a restart the Lease exists: it is updated, not created."""
