@@ -200,11 +200,12 @@ class LevelDBStore(RevisionedStore):
         global reactor) and spreads long watch replays over several turns.
     @param replay_chunk: how many logged changes a replaying watch reads per turn.
     @param sweep_chunk: how many logged changes one compaction step visits;
-        steps queue behind write batches, so writes never wait long.
+        steps queue behind write batches, and a write waits at most one
+        step (some milliseconds: a step holds the GIL while it walks).
     @ivar batches_written: how many synced batches the writer has written.
     """
 
-    def __init__(self, path, reactor=None, cache_size=64 << 20, replay_chunk=1000, sweep_chunk=5000):
+    def __init__(self, path, reactor=None, cache_size=64 << 20, replay_chunk=1000, sweep_chunk=1000):
         if reactor is None:
             from twisted.internet import reactor
         # Owner-only: the store holds every Secret. LevelDB's own files
