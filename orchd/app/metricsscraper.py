@@ -9,9 +9,9 @@ no extra component is needed. Each round asks every served node, at most
 L{CONCURRENCY} at a time (a large round spread over half the interval),
 with the credentials C{nodes/proxy} and C{pods/log} use (the API server's
 orchlet client certificate, the node's serving certificate verified
-against the cluster CA), and stores what each
-answered; a node that cannot be reached, answers an error or something
-unreadable is logged and dropped from the cache until it answers again. A
+against the cluster CA), and stores what each answered; a node that
+cannot be reached, answers an error or something unreadable is logged
+and dropped from the cache until it answers again. A
 round that is still running when the next is due is not doubled up: the
 next starts when it ends.
 

@@ -74,7 +74,7 @@ class InflightLimiter:
         self._limits = {"read": max_reads, "write": max_writes, NODE_HIGH: nodes,
                         SYSTEM: nodes, EXEMPT: 0}
         self._counts = dict.fromkeys(self._limits, 0)
-        #: What a level's slot counts as for the peaks: reads or writes.
+        #: Requests in flight as reads and writes, all levels together (the peaks).
         self._kind_counts = {"read": 0, "write": 0}
         self._now = now
         self._window = now()
