@@ -132,7 +132,10 @@ class KeptConnection(Protocol):
     # -- parsing ---------------------------------------------------------------------
 
     def _find(self, ending, limit, too_long):
-        """Where C{ending} starts in the buffer, or -1: a buffer past C{limit} without it is refused."""
+        """
+        Where C{ending} starts in the buffer, or -1; a buffer past C{limit}
+        without it is refused.
+        """
         end = self._buffer.find(ending)
         if end < 0 and len(self._buffer) > limit:
             raise BadResponse(too_long)

@@ -30,13 +30,15 @@ Either way the certificates are stored under C{<root-dir>/simulated/<name>}
 and reused while valid, so later starts are quick.
 
 What is shared: the reactor and its timers (a node has no thread; its
-Lease renewals are placed on a common 10 s cycle, node C{i} at C{i/N} of
-it, L{heartbeat_phase}, whenever it registered, so that renewals come
-evenly, N/10 a second, and so are the 5-minute status reports: nodes that
+first Lease renewal is placed on a common 10 s cycle, node C{i} at C{i/N}
+of it, L{heartbeat_phase}, whenever it registered, so that renewals come
+evenly, N/10 a second, each later one up to 4% late at random, as every
+node agent's; and so are the 5-minute status reports: nodes that
 registered within the same minute would otherwise all report again within
-a minute, every 5 minutes, a burst of thousands of Node writes); the pod watch (a node may list and watch all pods,
-so one list and one watch of every bound pod, C{spec.nodeName!=}, made
-with the first node's identity, feeds every node's worker); the serving
+a minute, every 5 minutes, a burst of thousands of Node writes); the pod
+watch (a node may list and watch all pods, so one list and one watch of
+every bound pod, C{spec.nodeName!=}, made with the first node's identity,
+feeds every node's worker); the serving
 certificate and its TLS context. Each node serves its own HTTPS endpoint
 (L{OrchletEndpoint}) on a free port of the local address, reported in its
 C{daemonEndpoints}: the API server finds a node's endpoint only by address

@@ -32,6 +32,7 @@ _NAMESPACES_DECODED = 1024
 #: The namespaces' storage prefix (the key of one is the prefix and its name).
 _NAMESPACES = key_prefix_of("", "namespaces")
 
+
 class IConnector(Interface):
     """A subresource that takes an object of its own kind (e.g. a TokenRequest)."""
 

@@ -205,7 +205,8 @@ class LevelDBStore(RevisionedStore):
     @ivar batches_written: how many synced batches the writer has written.
     """
 
-    def __init__(self, path, reactor=None, cache_size=64 << 20, replay_chunk=1000, sweep_chunk=1000):
+    def __init__(self, path, reactor=None, cache_size=64 << 20, replay_chunk=1000,
+                 sweep_chunk=1000):
         if reactor is None:
             from twisted.internet import reactor
         # Owner-only: the store holds every Secret. LevelDB's own files
