@@ -22,7 +22,8 @@ import orchd
 #: other (as long as the package graph has no cycle); a new package must be
 #: placed here. C{docs/architecture.rst} describes the layers from this list.
 LAYERS = [
-    ("tls",),                     # certificates and TLS: the leaf, imports nothing of orchd
+    ("tls", "timing"),            # certificates and TLS; many timers on one reactor timer:
+                                  # the leaf, imports nothing of orchd
     ("api",),                     # wire types, schemas, codecs, errors
     ("client",),                  # orchconfig files and HTTPS clients built from them
     ("storage",),                 # stores, watch caches, informers

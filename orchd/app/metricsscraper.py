@@ -40,6 +40,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from orchd.api.promtext import ParseError
+from orchd.timing.timers import deadlines_of
 from orchd.orchlet.keptconn import BadResponse, KeptConnections, request_bytes
 from orchd.registry.nodeproxy import node_address, orchlet_port
 from orchd.registry.resourcemetrics import parse_node_metrics
@@ -246,26 +247,33 @@ class MetricsScraper(Service):
         todo = enumerate(nodes)
         began = self.clock.seconds()
         step = self.interval * SPREAD / len(nodes) if len(nodes) >= SPREAD_FROM else 0
+        await gatherResults([Deferred.fromCoroutine(self._worker(todo, began, step))
+                             for _ in range(min(self._concurrency, len(nodes)))],
+                            consumeErrors=True)
 
-        async def worker():
+    async def _worker(self, todo, began, step):
+        """
+        Scrape the nodes C{todo} yields, each no sooner than C{began} plus its
+        index times C{step}, and given up after the timeout (L{deadlines_of}:
+        no timer is made per node).
+        """
+        work = None
+
+        def give_up():
+            work.cancel()
+        deadlines = deadlines_of(self.clock)
+        try:
             for index, node in todo:
                 wait = began + index * step - self.clock.seconds()
                 if wait > 0:
                     await deferLater(self.clock, wait)
-                await self._one(node)
-        await gatherResults([Deferred.fromCoroutine(worker())
-                             for _ in range(min(self._concurrency, len(nodes)))],
-                            consumeErrors=True)
-
-    def _one(self, node):
-        work = Deferred.fromCoroutine(self._scrape_node(node))
-        timer = self.clock.callLater(self.timeout, work.cancel)
-
-        def done(result):
-            if timer.active():
-                timer.cancel()
-            return result
-        return work.addBoth(done)
+                work = Deferred.fromCoroutine(self._scrape_node(node))
+                deadlines.set(give_up, self.timeout)
+                await work
+                deadlines.clear(give_up)
+        finally:
+            deadlines.clear(give_up)
+            deadlines.idle()
 
     async def _scrape_node(self, node):
         name = node.name

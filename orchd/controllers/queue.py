@@ -3,6 +3,9 @@
 A work queue of keys for controllers: each key is worked on by one worker
 at a time, repeated requests for a waiting key collapse into one, and a
 failed key comes back after a delay that doubles up to a bound.
+
+Keys asked for later wait in a L{TimerHeap} (one reactor timer): the node
+lifecycle controller asks for every node once per grace period.
 """
 
 from collections import deque
@@ -11,6 +14,7 @@ from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
+from orchd.timing.timers import TimerHeap
 
 
 class WorkQueue:
@@ -37,7 +41,7 @@ class WorkQueue:
         self._busy = set()
         self._dirty = set()
         self._failures = {}
-        self._timers = {}
+        self._later = TimerHeap(clock, self.add)
         self._running = 0
         self._stopped = False
         self._pumping = False
@@ -63,21 +67,18 @@ class WorkQueue:
         """Ask for C{key} after C{delay} seconds (an earlier request wins)."""
         if self._stopped:
             return
-        timer = self._timers.get(key)
-        if timer is not None and timer.active():
-            if timer.getTime() <= self._clock.seconds() + delay:
-                return
-            timer.cancel()
-        self._timers[key] = self._clock.callLater(delay, self._fire_timer, key)
+        due = self._later.when(key)
+        if due is not None and due <= self._clock.seconds() + delay:
+            return
+        self._later.set(key, delay)
 
     def scheduled(self, key):
         """Whether C{key} is asked for later (L{add_after}) and not yet due."""
-        timer = self._timers.get(key)
-        return timer is not None and timer.active()
+        return self._later.when(key) is not None
 
-    def _fire_timer(self, key):
-        self._timers.pop(key, None)
-        self.add(key)
+    def delayed(self):
+        """The keys asked for later, not yet due."""
+        return self._later.keys()
 
     def _pump(self):
         if self._pumping:
@@ -140,7 +141,4 @@ class WorkQueue:
             self._metrics.stopped()
         self._waiting.clear()
         self._queued.clear()
-        for timer in self._timers.values():
-            if timer.active():
-                timer.cancel()
-        self._timers.clear()
+        self._later.stop()

@@ -11,17 +11,23 @@ longer at random as upstream's: renewals counted from the end of the last
 one would otherwise keep in step the nodes one busy moment of the API
 server answered together, and thousands of nodes would come in bursts.
 Everything is timed with the reactor's clock, so tests drive it with
-C{task.Clock}.
+C{task.Clock}. The waits of every node in a process share one reactor
+timer (L{shared_timers}), and a node keeps its last Lease as the bytes
+the server sent: thousands of simulated nodes each kept a DelayedCall and
+a decoded Lease for 10 s, long enough for the garbage collector to walk
+them in its old generation.
 """
 
 import collections
 import datetime
 import random
 
+import orjson
 from twisted.internet.defer import Deferred, DeferredLock
 from twisted.logger import Logger
 
 from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
+from orchd.timing.timers import shared_timers
 
 LEASE_DURATION = 40
 #: Upstream renews every 0.25 x leaseDurationSeconds.
@@ -78,7 +84,8 @@ class Repeater:
         self._random = random
         #: The last delays scheduled, for tests and logs.
         self.delays = collections.deque(maxlen=64)
-        self._call = None
+        self._timers = shared_timers(clock)
+        self._due = self._fire          # made once: the key of its timer
         self._running = False
         self._current = None
 
@@ -89,17 +96,15 @@ class Repeater:
     def _schedule(self, delay):
         if self._running:
             self.delays.append(delay)
-            self._call = self.clock.callLater(delay, self._fire)
+            self._timers.set(self._due, delay)
 
     def _fire(self):
-        self._call = None
         self._current = Deferred.fromCoroutine(self._attempt())
 
     def poke(self):
         """Run the step now instead of at its scheduled time (if it is not running)."""
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-            self._call = None
+        if self._timers.when(self._due) is not None:
+            self._timers.cancel(self._due)
             self.delays.append(0)
             self._fire()
 
@@ -120,9 +125,7 @@ class Repeater:
     def stop(self):
         """Stop; a Deferred that fires once an attempt under way has ended."""
         self._running = False
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-        self._call = None
+        self._timers.cancel(self._due)
         current, done = self._current, Deferred()
         if current is None:
             done.callback(None)
@@ -150,6 +153,7 @@ class LeaseRenewer:
         self.node_name = node_name
         self.owner = owner
         self.duration = duration
+        #: The Lease as last read or written (JSON bytes), or None.
         self.lease = None
         self.renewals = 0
         self.repeater = Repeater(clock, self.renew, interval, "Renewing the node lease",
@@ -202,10 +206,10 @@ class LeaseRenewer:
                 if body is None:
                     return False
         else:
-            body = await self._update(path, self.lease)
+            body = await self._update(path, orjson.loads(self.lease))
             if body is None:
                 return False
-        self.lease = body
+        self.lease = orjson.dumps(body)
         self.renewals += 1
         return True
 

@@ -17,14 +17,18 @@ Answers are C{(code, content_type, body)} with the whole body read
 (C{Content-Length}, chunked, or up to the end of the connection). A
 malformed answer, or one over L{MAX_HEAD} / L{MAX_BODY}, fails the request
 with L{BadResponse} and closes its connection. A request is never sent
-twice: a failure is the caller's to retry, as before.
+twice: a failure is the caller's to retry, as before. A request unanswered
+for its timeout fails with C{TimeoutError} and its connection is aborted;
+the deadlines of all requests share one timer (L{deadlines_of}).
 """
 
 import re
 
-from twisted.internet.defer import Deferred, DeferredList, succeed
+from twisted.internet.defer import Deferred, DeferredList, TimeoutError, succeed
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
+
+from orchd.timing.timers import deadlines_of
 
 #: The most bytes of a status line and headers accepted.
 MAX_HEAD = 64 * 1024
@@ -75,6 +79,9 @@ class KeptConnection(Protocol):
         self._pool = pool
         self._max_body = max_body
         self._answer = None          # the Deferred of the request under way
+        self._deadlines = deadlines_of(pool.reactor)
+        self._expire = self._timed_out      # made once: the key of its deadlines
+        self._timeout = 0.0
         self._buffer = bytearray()
         self._state = None
         self._code = 0
@@ -90,6 +97,7 @@ class KeptConnection(Protocol):
     def connectionLost(self, reason):
         self.lost = True
         self.reusable = False
+        self._deadlines.clear(self._expire)
         self._pool._lost(self)
         if self._answer is not None:
             if self._state == "to-close":
@@ -98,10 +106,15 @@ class KeptConnection(Protocol):
                 self._fail(reason)
         self.ended.callback(None)
 
-    def send(self, data):
-        """Send one request; a Deferred of C{(code, content_type, body)}."""
+    def send(self, data, timeout):
+        """
+        Send one request; a Deferred of C{(code, content_type, body)}, failing
+        with C{TimeoutError} when no whole answer came within C{timeout} seconds.
+        """
         self.reusable = False
         self._answer = Deferred(self._cancel)
+        self._timeout = timeout
+        self._deadlines.set(self._expire, timeout)
         self._state = "head"
         self._buffer.clear()
         self._body = bytearray()
@@ -110,11 +123,17 @@ class KeptConnection(Protocol):
         return self._answer
 
     def _cancel(self, answer):
-        """The request was given up (its timeout): the connection goes, whatever comes."""
+        """The request was given up: the connection goes, whatever comes."""
         self._answer = None
         self._state = None
         self.reusable = False
+        self._deadlines.clear(self._expire)
         self.transport.abortConnection()
+
+    def _timed_out(self):
+        if self._answer is not None:
+            self._fail(Failure(TimeoutError(f"no answer in {self._timeout:g}s")))
+            self.transport.abortConnection()
 
     def dataReceived(self, data):
         if self._answer is None:
@@ -274,6 +293,7 @@ class KeptConnection(Protocol):
     def _done(self):
         answer, self._answer = self._answer, None
         self._state = None
+        self._deadlines.clear(self._expire)
         self.reusable = not (self._close_after or self.lost or self._buffer)
         body = bytes(self._body)
         self._body = bytearray()
@@ -284,6 +304,7 @@ class KeptConnection(Protocol):
     def _fail(self, reason):
         answer, self._answer = self._answer, None
         self._state = None
+        self._deadlines.clear(self._expire)
         self.reusable = False
         if answer is not None:
             answer.errback(reason)
@@ -311,7 +332,7 @@ class KeptConnections:
     """
 
     def __init__(self, reactor, endpoint, host, kept, max_body=MAX_BODY):
-        self._reactor = reactor
+        self.reactor = reactor
         self.max_body = max_body
         self._endpoint = endpoint
         self.host = host
@@ -337,14 +358,13 @@ class KeptConnections:
                 break
         if connection is None:
             connecting = self._endpoint.connect(_Factory(self))
-            connecting.addTimeout(timeout, self._reactor)
+            connecting.addTimeout(timeout, self.reactor)
             connection = await connecting
             if self._closed:
                 connection.transport.abortConnection()
                 raise ConnectionError("the client is closed")
             self._open.add(connection)
-        answer = connection.send(data)
-        answer.addTimeout(timeout, self._reactor)
+        answer = connection.send(data, timeout)
         try:
             result = await answer
         except BaseException:
@@ -366,6 +386,7 @@ class KeptConnections:
         """Close every connection; a Deferred that fires once they are closed."""
         self._closed = True
         self._idle = []
+        deadlines_of(self.reactor).idle()
         waits = []
         for connection in list(self._open):
             if not connection.lost:

@@ -35,21 +35,24 @@ _CONTAINER_MEMORY = "container_memory_working_set_bytes"
 _CONTAINER_START = "container_start_time_seconds"
 
 
-class Point:
-    """One reading: cumulative CPU seconds and working set bytes at C{time} (seconds)."""
+#: The fields of a point (L{point}).
+CPU, MEMORY, TIME, STARTED = range(4)
 
-    __slots__ = ("cpu", "memory", "time", "started")
 
-    def __init__(self, cpu, memory, time, started=None):
-        self.cpu = cpu
-        self.memory = memory
-        self.time = time
-        self.started = started
+def point(cpu, memory, time, started=None):
+    """
+    One reading: cumulative CPU seconds and working set bytes at C{time}
+    (seconds), and a container's start time. A plain tuple of numbers, which
+    the garbage collector stops tracking at its first pass: the cache keeps
+    two per node and container for 15-30 s, thousands at a time, long enough
+    for objects to be walked in the collector's old generation.
+    """
+    return (cpu, memory, time, started)
 
 
 def parse_node_metrics(text, now):
     """
-    C{(node point or None, {(namespace, pod): {container: Point}})} from a
+    C{(node point or None, {(namespace, pod): {container: point}})} from a
     C{/metrics/resource} answer; samples without a timestamp take C{now}.
 
     @raise ParseError: when C{text} is not the text format.
@@ -70,7 +73,7 @@ def parse_node_metrics(text, now):
                 (sample.value, stamp)
     node_point = None
     if _NODE_CPU in node and _NODE_MEMORY in node:
-        node_point = Point(node[_NODE_CPU][0], node[_NODE_MEMORY][0], node[_NODE_CPU][1])
+        node_point = point(node[_NODE_CPU][0], node[_NODE_MEMORY][0], node[_NODE_CPU][1])
     pods = {}
     for key, by_container in containers.items():
         points = {}
@@ -78,7 +81,7 @@ def parse_node_metrics(text, now):
             if _CONTAINER_CPU not in values or _CONTAINER_MEMORY not in values:
                 continue
             started = values.get(_CONTAINER_START, (None, None))[0]
-            points[container] = Point(values[_CONTAINER_CPU][0], values[_CONTAINER_MEMORY][0],
+            points[container] = point(values[_CONTAINER_CPU][0], values[_CONTAINER_MEMORY][0],
                                       values[_CONTAINER_CPU][1], started)
         if points:
             pods[key] = points
@@ -99,10 +102,10 @@ class Usage:
 
 def _usage(previous, last):
     """The usage between two points of one counter, or None when there is no rate."""
-    if previous is None or last.cpu < previous.cpu or last.time <= previous.time:
+    if previous is None or last[CPU] < previous[CPU] or last[TIME] <= previous[TIME]:
         return None
-    window = last.time - previous.time
-    return Usage((last.cpu - previous.cpu) / window, last.memory, last.time, window)
+    window = last[TIME] - previous[TIME]
+    return Usage((last[CPU] - previous[CPU]) / window, last[MEMORY], last[TIME], window)
 
 
 class MetricsCache:
@@ -116,7 +119,7 @@ class MetricsCache:
     """
 
     def __init__(self):
-        self._nodes = {}        # node -> (previous Point or None, last Point)
+        self._nodes = {}        # node -> (previous point or None, last point)
         self._pods = {}         # node -> {(namespace, pod): {container: (previous, last)}}
         self._pod_nodes = {}    # (namespace, pod) -> node
 
@@ -125,7 +128,7 @@ class MetricsCache:
         if node_point is not None:
             old = self._nodes.get(node)
             previous = old[1] if old is not None else None
-            if previous is not None and previous.time >= node_point.time:
+            if previous is not None and previous[TIME] >= node_point[TIME]:
                 previous = old[0]     # the same reading again: keep the older point
             self._nodes[node] = (previous, node_point)
         else:
@@ -135,17 +138,17 @@ class MetricsCache:
         for key, containers in pods.items():
             kept = before.get(key, {})
             entry = {}
-            for name, point in containers.items():
+            for name, last in containers.items():
                 old = kept.get(name)
                 previous = old[1] if old is not None else None
-                if previous is not None and previous.time >= point.time:
+                if previous is not None and previous[TIME] >= last[TIME]:
                     previous = old[0]
-                if previous is None or point.cpu < previous.cpu:
+                if previous is None or last[CPU] < previous[CPU]:
                     # New or restarted: its start time is the older point.
-                    previous = (Point(0.0, point.memory, point.started)
-                                if point.started is not None and point.started < point.time
-                                else None)
-                entry[name] = (previous, point)
+                    started = last[STARTED]
+                    previous = (point(0.0, last[MEMORY], started)
+                                if started is not None and started < last[TIME] else None)
+                entry[name] = (previous, last)
             after[key] = entry
         for key in before:
             if key not in after and self._pod_nodes.get(key) == node:

@@ -19,6 +19,13 @@ format its client negotiated (an L{IWatchEncoder}), which the cache hands
 changes, bookmarks and the error that ends a watch. Frames of a change are
 kept on the change, by encoder key, so watchers of one format share them.
 
+History keeps each change as a plain tuple of strings, numbers and bytes
+(L{CachedEvent.entry}), which the garbage collector stops tracking at its
+first pass: at thousands of changes a second (Lease renewals of thousands
+of nodes) history held as objects lived just long enough to be walked in
+the collector's old generation, again and again. A L{CachedEvent} is made
+for a change as it is fanned out, and again for a client that replays it.
+
 In-process followers (informers, through
 L{orchd.storage.cachedreads.CachedReads}) take a L{Subscription}: the
 changes handed on as they arrive, so a change is read from the store once
@@ -96,14 +103,9 @@ class CachedEvent:
             self._prev = _decode(self.prev_value, self.revision)
         return self._prev
 
-    def forget_objects(self):
-        """
-        Drop the decoded objects once the change is fanned out (to watchers
-        and in-process followers): history keeps bytes, which the garbage
-        collector need not scan; the rare watcher that replays history
-        decodes again.
-        """
-        self._obj = self._prev = None
+    def entry(self):
+        """The change as history keeps it: C{(type, key, revision, value, prev_value)}."""
+        return (self.type, self.key, self.revision, self.value, self.prev_value)
 
 
 def _decode(value, revision):
@@ -650,19 +652,17 @@ class WatchCache:
             else:
                 self.state[event.key] = (event.value, event.create_revision, event.revision)
             if len(self.history) == self.history.maxlen:
-                self.oldest = self.history[0].revision
-            self.history.append(cached)
+                self.oldest = self.history[0][2]
+            self.history.append(cached.entry())
             self.revision = event.revision
             for group in list(self.groups.values()):
                 group.offer(cached)
             applied.append(cached)
         # The followers share the objects the watchers decoded (an informer
         # with a keep function reads the event's object instead of decoding
-        # its own): forgotten only once every follower has had them.
+        # its own); history keeps none of them.
         for subscription in list(self.subscriptions):
             subscription.offer(applied)
-        for cached in applied:
-            cached.forget_objects()
 
     def _failed(self, error):
         """The store's watch ended: every client must list again."""
@@ -714,9 +714,10 @@ class WatchCache:
                                               watcher.encoder)
         group.members[watcher] = None
         watcher.join(group)
-        for event in self.history:
-            if event.revision > watcher.after:
-                watcher.offer(event)
+        after = watcher.after
+        for entry in self.history:
+            if entry[2] > after:
+                watcher.offer(CachedEvent(*entry))
 
     def subscribe(self, prefix, after, on_events, on_error):
         """
@@ -732,10 +733,7 @@ class WatchCache:
             raise CompactedError(after, self.oldest)
         subscription = Subscription(self, prefix, on_events, on_error)
         self.subscriptions.add(subscription)
-        missed = [event for event in self.history if event.revision > after]
-        subscription.offer(missed)
-        for event in missed:
-            event.forget_objects()
+        subscription.offer([CachedEvent(*entry) for entry in self.history if entry[2] > after])
         return subscription
 
     def forget(self, watcher):

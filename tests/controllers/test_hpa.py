@@ -10,7 +10,7 @@ from orchd.controllers import hpacalc as calc
 from orchd.controllers.hpa import (
     CatalogPodMetrics, HorizontalPodAutoscalerController, IPodMetrics, milli_quantity,
 )
-from orchd.registry.resourcemetrics import MetricsCache, Point, resource_metrics_providers
+from orchd.registry.resourcemetrics import MetricsCache, point, resource_metrics_providers
 from tests.controllers.test_statefulset import stateful_set
 from tests.crdfixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.controllers.workloadsupport import PODS, WorkloadHarness, deployment, replica_set
@@ -306,7 +306,7 @@ class CatalogMetricsTests(SynchronousTestCase):
             "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b", "image": "x"}]}})
         t0 = 1_700_000_000
         cache.store("n1", None, {("default", "web-0"): {
-            "a": Point(1.0, 1024, t0, t0 - 10), "b": Point(2.0, 1024, t0, t0 - 10)}})
+            "a": point(1.0, 1024, t0, t0 - 10), "b": point(2.0, 1024, t0, t0 - 10)}})
         source = CatalogPodMetrics(api.catalog)
         verifyObject(IPodMetrics, source)
         result = api.run(source.pod_metrics("default", "app=web", "cpu"))

@@ -80,7 +80,7 @@ class NodeLifecycleTests(SynchronousTestCase):
         self.assertEqual(self.condition("DiskPressure")["reason"], "NodeStatusNeverUpdated")
         self.assertEqual(self.taints(), {(t.UNREACHABLE, t.NO_SCHEDULE),
                                          (t.UNREACHABLE, t.NO_EXECUTE)})
-        self.assertEqual(controller._queue._timers, {})     # no polling once Unknown
+        self.assertEqual(controller._queue.delayed(), set())     # no polling once Unknown
 
     def pod(self, name, node="n1", ready="True"):
         pods = "/api/v1/namespaces/default/pods"

@@ -30,6 +30,65 @@ class WorkQueueTests(SynchronousTestCase):
         self.assertFalse(self.queue.scheduled("k"))
         self.assertEqual(self.calls, ["k"])
 
+
+    def test_later_keys_share_one_timer(self):
+        """Keys asked for later come in time order under one reactor timer."""
+        self.queue = WorkQueue(self.work_at_once, self.clock)
+        for key, delay in [("c", 3), ("a", 1), ("b", 2), ("d", 3)]:
+            self.queue.add_after(key, delay)
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
+        self.assertEqual(self.queue.delayed(), {"a", "b", "c", "d"})
+        self.clock.advance(1)
+        self.assertEqual(self.calls, ["a"])
+        self.clock.advance(1)
+        self.assertEqual(self.calls, ["a", "b"])
+        self.clock.advance(1)
+        self.assertEqual(self.calls, ["a", "b", "c", "d"])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_earlier_request_wins(self):
+        """A key asked for sooner comes sooner, once; asked for later, it keeps its time."""
+        self.queue = WorkQueue(self.work_at_once, self.clock)
+        self.queue.add_after("k", 10)
+        self.queue.add_after("k", 20)
+        self.queue.add_after("k", 2)
+        self.clock.advance(2)
+        self.assertEqual(self.calls, ["k"])
+        self.assertFalse(self.queue.scheduled("k"))
+        self.clock.advance(20)
+        self.assertEqual(self.calls, ["k"])
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+
+    def test_work_asking_for_later_keys_sets_one_timer(self):
+        """Keys due together whose work asks for them again leave one timer, at the earliest."""
+        asked = {"a": 5, "b": 3, "c": 4}
+
+        async def again(key):
+            self.calls.append(key)
+            self.queue.add_after(key, asked[key])
+        self.queue = WorkQueue(again, self.clock, concurrency=10)
+        for key in asked:
+            self.queue.add_after(key, 1)
+        made, call_later = [], self.clock.callLater
+        self.clock.callLater = lambda *args: made.append(args) or call_later(*args)
+        self.clock.advance(1)
+        self.assertEqual(sorted(self.calls), ["a", "b", "c"])
+        self.assertEqual(len(made), 1)
+        [wake] = self.clock.getDelayedCalls()
+        self.assertEqual(wake.getTime(), 4)
+
+    def test_stop_cancels_later_keys(self):
+        """A stopped queue leaves no timer and takes no later key."""
+        self.queue.add_after("k", 5)
+        self.queue.stop()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.assertEqual(self.queue.delayed(), set())
+        self.queue.add_after("k", 1)
+        self.clock.advance(10)
+        self.assertEqual(self.calls, [])
+
+    async def work_at_once(self, key):
+        self.calls.append(key)
     def test_failure_retried(self):
         """A failed key comes back after the delay; the failure is logged."""
         self.queue.add("k")

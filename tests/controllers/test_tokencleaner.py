@@ -40,13 +40,13 @@ class TokenCleanerTests(SynchronousTestCase):
         cleaner = self.start()
         self.create(token_secret(expires=self.now + 3600))
         self.create(token_secret("zzzzzz"))
-        self.assertEqual(list(cleaner._queue._timers), [NAME])     # one timer, for that token
+        self.assertEqual(cleaner._queue.delayed(), {NAME})     # asked for later, that token only
         self.clock.advance(3599)
         self.assertTrue(self.exists())
         self.clock.advance(1)
         self.assertFalse(self.exists())
         self.assertTrue(self.exists("bootstrap-token-zzzzzz"))
-        self.assertEqual(cleaner._queue._timers, {})
+        self.assertEqual(cleaner._queue.delayed(), set())
 
     def test_already_expired_at_start(self):
         """Secrets that expired while nothing ran are deleted on start."""

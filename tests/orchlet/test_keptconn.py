@@ -212,6 +212,18 @@ class KeptConnectionsTests(SynchronousTestCase):
         self.send()
         self.assertEqual(len(self.endpoint.connections), 2)
 
+    def test_one_timer_per_connection(self):
+        """Requests answered in time leave no timer of their own (one sweep timer, then none)."""
+        for _ in range(3):
+            result = self.send()
+            self.clock.advance(10)
+            self.answer(0, OK)
+            self.successResultOf(result)
+        self.assertEqual(len(self.clock.getDelayedCalls()), 1)
+        self.clock.advance(60)
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.assertFalse(self.endpoint.connections[0][1].disconnecting)
+
     def test_connect_timeout(self):
         """A connection not made within the timeout fails the request."""
         self.endpoint.gate = Deferred()

@@ -14,7 +14,7 @@ from orchd.storage.interfaces import (
     ADDED, DELETED, MODIFIED, CompactedError, Event, IWatchEncoder, StoreUnavailableError,
 )
 from orchd.storage.memory import MemoryStore
-from orchd.storage.watchcache import CacheWatcher, WatchCache
+from orchd.storage.watchcache import CachedEvent, CacheWatcher, WatchCache
 from tests.storage.things import PREFIX, StoreWrites, thing
 
 @implementer(IWatchEncoder)
@@ -395,11 +395,11 @@ class HistoryMemoryTests(SynchronousTestCase):
         red, blue = thing("a", "red"), thing("a", "blue")
         cache._apply([Event(ADDED, key, red, 1, 1)])
         cache._apply([Event(MODIFIED, key, blue, 2, 1, copy(red))])
-        added, modified = cache.history
+        added, modified = (CachedEvent(*entry) for entry in cache.history)
         self.assertIs(modified.prev_value, added.value)
         self.assertEqual(modified.prev["colour"], "red")
         cache._apply([Event(DELETED, key, copy(blue), 3, 1)])
-        deleted = cache.history[-1]
+        deleted = CachedEvent(*cache.history[-1])
         self.assertIs(deleted.value, modified.value)
         self.assertEqual(deleted.obj["colour"], "blue")
         # Bytes that differ from the cached state are kept as the store gave them.
@@ -407,4 +407,4 @@ class HistoryMemoryTests(SynchronousTestCase):
         cache._apply([Event(ADDED, PREFIX + "b", other, 4, 4)])
         changed = copy(thing("b", "grey"))
         cache._apply([Event(MODIFIED, PREFIX + "b", thing("b", "pink"), 5, 4, changed)])
-        self.assertIs(cache.history[-1].prev_value, changed)
+        self.assertIs(cache.history[-1][4], changed)

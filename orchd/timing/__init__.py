@@ -1,0 +1,1 @@
+"""Many timers on one reactor timer (L{orchd.timing.timers})."""
