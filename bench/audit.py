@@ -92,7 +92,8 @@ def print_audit(report):
               f"p99 {_ms(on['p99_ms'])} ms, {on['cpu_us']:.0f} us CPU), off "
               f"{off['rps']:.0f}/s (p50 {_ms(off['p50_ms'])} ms, p99 {_ms(off['p99_ms'])} "
               f"ms, {off['cpu_us']:.0f} us CPU): ratio {_r(a[f'{verb}_ratio'])} (rounds "
-              f"{', '.join(_r(r) for r in rounds)}); target >= 0.9"
+              f"{', '.join(_r(r) for r in rounds)}), CPU ratio {_r(a[f'{verb}_cpu_ratio'])}; "
+              f"target >= 0.9"
               + (f"; errors {errors}" if errors else ""))
     print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
           f"requests (plus setup)")

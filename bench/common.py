@@ -344,7 +344,9 @@ def compare_servers(results, mine, base):
     """
     The medians of L{create_get_rounds}' runs, and for each verb the ratio
     C{mine} / C{base} of requests/s, as medians and per round (None where
-    C{base} answered nothing).
+    C{base} answered nothing), and C{base}'s CPU per request over C{mine}'s
+    (steadier on a shared machine than requests/s: a round of either
+    server can be slowed by whatever else runs).
     """
     summary = {key: dict(summarize(runs), cpu_us=statistics.median(r["cpu_us"] for r in runs))
                for key, runs in results.items()}
@@ -354,6 +356,8 @@ def compare_servers(results, mine, base):
         summary[f"{verb}_ratio_rounds"] = [
             _ratio(a["rps"], b["rps"])
             for a, b in zip(results[f"{verb}-{mine}"], results[f"{verb}-{base}"])]
+        summary[f"{verb}_cpu_ratio"] = _ratio(summary[f"{verb}-{base}"]["cpu_us"],
+                                              summary[f"{verb}-{mine}"]["cpu_us"])
     return summary
 
 

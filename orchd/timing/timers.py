@@ -23,6 +23,10 @@ from weakref import WeakKeyDictionary
 #: Seconds between two sweeps (the most a timeout runs over).
 RESOLUTION = 1.0
 
+#: The timers shared by every user of a clock (L{shared_timers}, L{deadlines_of}).
+_SHARED_HEAPS = WeakKeyDictionary()
+_SHARED_DEADLINES = WeakKeyDictionary()
+
 
 class TimerHeap:
     """
@@ -172,10 +176,6 @@ class Deadlines:
                           if self._due else None)
         for expire in passed:
             expire()
-
-
-_SHARED_HEAPS = WeakKeyDictionary()
-_SHARED_DEADLINES = WeakKeyDictionary()
 
 
 def deadlines_of(clock):

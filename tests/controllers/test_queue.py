@@ -30,7 +30,6 @@ class WorkQueueTests(SynchronousTestCase):
         self.assertFalse(self.queue.scheduled("k"))
         self.assertEqual(self.calls, ["k"])
 
-
     def test_later_keys_share_one_timer(self):
         """Keys asked for later come in time order under one reactor timer."""
         self.queue = WorkQueue(self.work_at_once, self.clock)
@@ -89,6 +88,7 @@ class WorkQueueTests(SynchronousTestCase):
 
     async def work_at_once(self, key):
         self.calls.append(key)
+
     def test_failure_retried(self):
         """A failed key comes back after the delay; the failure is logged."""
         self.queue.add("k")
