@@ -40,11 +40,11 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from orchd.api.promtext import ParseError
-from orchd.timing.timers import deadlines_of
 from orchd.orchlet.keptconn import BadResponse, KeptConnections, request_bytes
 from orchd.registry.nodeproxy import node_address, orchlet_port
 from orchd.registry.resourcemetrics import parse_node_metrics
 from orchd.storage.informer import Informer
+from orchd.timing.timers import deadlines_of
 from orchd.tls.client import ClientTLSPolicy
 
 #: Seconds between two rounds (metrics-server's default resolution).

@@ -85,7 +85,7 @@ class Repeater:
         #: The last delays scheduled, for tests and logs.
         self.delays = collections.deque(maxlen=64)
         self._timers = shared_timers(clock)
-        self._due = self._fire          # made once: the key of its timer
+        self._wake = self._fire         # made once: its key in the shared timers
         self._running = False
         self._current = None
 
@@ -96,15 +96,15 @@ class Repeater:
     def _schedule(self, delay):
         if self._running:
             self.delays.append(delay)
-            self._timers.set(self._due, delay)
+            self._timers.set(self._wake, delay)
 
     def _fire(self):
         self._current = Deferred.fromCoroutine(self._attempt())
 
     def poke(self):
         """Run the step now instead of at its scheduled time (if it is not running)."""
-        if self._timers.when(self._due) is not None:
-            self._timers.cancel(self._due)
+        if self._timers.when(self._wake) is not None:
+            self._timers.cancel(self._wake)
             self.delays.append(0)
             self._fire()
 
@@ -125,7 +125,7 @@ class Repeater:
     def stop(self):
         """Stop; a Deferred that fires once an attempt under way has ended."""
         self._running = False
-        self._timers.cancel(self._due)
+        self._timers.cancel(self._wake)
         current, done = self._current, Deferred()
         if current is None:
             done.callback(None)

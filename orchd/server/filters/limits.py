@@ -56,10 +56,15 @@ def priority_level(info, user):
                                         and info.namespace == NODE_LEASE_NAMESPACE):
             return NODE_HIGH
         return SYSTEM
-    if not info.is_resource_request:
-        path = info.path
-        return EXEMPT if path in _PROBES or path.startswith(_PROBE_CHECKS) else "read"
-    return "read" if info.verb in _READ_VERBS else "write"
+    if not info.is_resource_request and (info.path in _PROBES
+                                         or info.path.startswith(_PROBE_CHECKS)):
+        return EXEMPT
+    return _kind(info)
+
+
+def _kind(info):
+    """Whether a request counts as a read or a write (non-resource paths read)."""
+    return "read" if (not info.is_resource_request or info.verb in _READ_VERBS) else "write"
 
 
 class InflightLimiter:
@@ -97,7 +102,7 @@ class InflightLimiter:
             raise StatusError.too_many_requests(
                 "the server is currently unable to handle the request")
         self._counts[level] += 1
-        kind = "read" if (not info.is_resource_request or info.verb in _READ_VERBS) else "write"
+        kind = _kind(info)
         count = self._kind_counts[kind] = self._kind_counts[kind] + 1
         now = self._now()
         if now - self._window >= PEAK_WINDOW:
