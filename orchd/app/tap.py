@@ -96,4 +96,6 @@ def makeService(options):
     # process: out of every full garbage collection, as what survives each
     # full collection from now on (orchd.app.collector says why).
     collector.install(gc)
+    from twisted.internet import reactor
+    collector.PacedCollections(reactor, gc).setServiceParent(service)
     return service

@@ -174,12 +174,24 @@ class Format:
         self.include_object = include_object
 
 
+#: The format of a request without an Accept header.
+_PLAIN_JSON = Format(b"application/json", codecs.JSON)
+#: Formats chosen before, by (Accept header, offers): a client sends the
+#: same header with each request. Bounded in entries and header length, so
+#: that headers made up per request only fill it once.
+_CHOSEN = {}
+_MAX_CHOSEN = 256
+_MAX_CHOSEN_HEADER = 256
+
+
 def choose(request, allow_yaml=True, info=None):
     """
     The best format of the Accept header that this server serves.
 
     Ranges with parameters it does not know (other C{as=} conversions) are
-    passed over, as upstream passes them, so clients fall back.
+    passed over, as upstream passes them, so clients fall back. The choice
+    depends on the header and the offers alone, except a Table's (which
+    reads the query too): any other is kept for the next request.
 
     @param info: the resource's L{KindInfo}; protobuf is offered when its
         kind has a message (looked up only if the header names protobuf).
@@ -187,10 +199,13 @@ def choose(request, allow_yaml=True, info=None):
     """
     accept = request.getHeader(b"accept")
     if not accept:
-        return Format(b"application/json", codecs.JSON)
+        return _PLAIN_JSON
     offers = (codecs.JSON, codecs.YAML) if allow_yaml else (codecs.JSON,)
     if info is not None and b"protobuf" in accept and has_protobuf(info):
         offers += (codecs.PROTOBUF,)
+    chosen = _CHOSEN.get((accept, offers))
+    if chosen is not None:
+        return chosen
     for candidate in parse_accept(accept):
         if candidate.quality <= 0:
             continue
@@ -208,7 +223,10 @@ def choose(request, allow_yaml=True, info=None):
         for offer in offers:
             type_, subtype = offer.split("/")
             if candidate.type in (type_, "*") and candidate.subtype in (subtype, "*"):
-                return Format(offer.encode("ascii"), offer)
+                chosen = Format(offer.encode("ascii"), offer)
+                if len(_CHOSEN) < _MAX_CHOSEN and len(accept) <= _MAX_CHOSEN_HEADER:
+                    _CHOSEN[accept, offers] = chosen
+                return chosen
     raise StatusError.not_acceptable(
         "only the following media types are accepted: " + ", ".join(offers))
 

@@ -3,9 +3,11 @@
 import gc
 import weakref
 
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.collector import UNFREEZE_INTERVAL, FreezeAfterFullCollections, install
+from orchd.app.collector import (
+    PACE, UNFREEZE_INTERVAL, FreezeAfterFullCollections, PacedCollections, install)
 
 
 class RecordingGC:
@@ -23,6 +25,29 @@ class RecordingGC:
 
     def set_threshold(self, *thresholds):
         self.calls.append(("set_threshold", thresholds))
+
+
+class CountingGC:
+    """Counts as CPython's collector does: a collection resets its own count and younger ones."""
+
+    def __init__(self, thresholds=(10_000, 3, 2)):
+        self.thresholds = thresholds
+        self.counts = [0, 0, 0]
+        self.collected = []
+
+    def get_threshold(self):
+        return self.thresholds
+
+    def get_count(self):
+        return tuple(self.counts)
+
+    def collect(self, generation):
+        self.collected.append(generation)
+        for younger in range(generation + 1):
+            self.counts[younger] = 0
+        if generation < 2:
+            self.counts[generation + 1] += 1
+        return 0
 
 
 class FreezeTests(SynchronousTestCase):
@@ -83,3 +108,33 @@ class RealCollectorTests(SynchronousTestCase):
         now[0] = UNFREEZE_INTERVAL
         gc.collect()
         self.assertIsNone(alive())
+
+
+class PacedCollectionsTests(SynchronousTestCase):
+    def setUp(self):
+        self.clock = Clock()
+        self.gc = CountingGC()
+        self.paced = PacedCollections(self.clock, self.gc)
+
+    def test_young_each_pace(self):
+        """Running, it collects the young generation every PACE seconds, none at start."""
+        self.paced.startService()
+        self.assertEqual(self.gc.collected, [])
+        self.clock.advance(PACE)
+        self.clock.advance(PACE)
+        self.assertEqual(self.gc.collected, [0, 0])
+
+    def test_older_generations_by_threshold(self):
+        """A middle collection after threshold[1] young ones, a full one after threshold[2]
+        middle ones."""
+        for _ in range(12):
+            self.paced.collect()
+        self.assertEqual(self.gc.collected, [0, 0, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0])
+
+    def test_stop(self):
+        """Stopped, it leaves no call behind and collects nothing more."""
+        self.paced.startService()
+        self.paced.stopService()
+        self.assertEqual(self.clock.getDelayedCalls(), [])
+        self.clock.advance(10 * PACE)
+        self.assertEqual(self.gc.collected, [])

@@ -58,13 +58,16 @@ class OptionsTests(SynchronousTestCase):
         self.assertEqual(options["orchlet-port"], "0")
 
     def test_make_service_passes_config(self):
-        """makeService hands the loaded Config to orchd.app.service.make_service."""
+        """makeService hands the loaded Config to orchd.app.service.make_service and paces
+        the garbage collector beside the service it makes."""
         received, service = [], Service()
         self.patch(tap, "make_service", lambda config: received.append(config) or service)
         self.patch(tap, "gc", _RecordingGC())
         options = Options()
         options.parseOptions(["--secure-port=0"])
-        self.assertEqual(list(tap.makeService(options)), [service])
+        (top, paced) = tap.makeService(options)
+        self.assertIs(top, service)
+        self.assertIsInstance(paced, collector.PacedCollections)
         self.assertEqual(received[0].secure_port, 0)
 
     def test_make_service_collects_garbage_less_often(self):

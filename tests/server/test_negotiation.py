@@ -5,7 +5,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.api import codecs, tables
 from orchd.api.errors import StatusError
-from orchd.server.negotiation import negotiate, parse_accept, wants_aggregated
+from orchd.server import negotiation
+from orchd.server.negotiation import choose, negotiate, parse_accept, wants_aggregated
 from tests.server.test_watch import Stream
 from tests.support import APIHarness
 
@@ -57,6 +58,49 @@ class AcceptTests(SynchronousTestCase):
                               "application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
                               "application/json")
         self.assertEqual([tables.wants_table(r.params) for r in ranges], ["v1", "v1beta1", None])
+
+
+class Asking:
+    """A request as C{choose} reads it: its Accept header and query."""
+
+    def __init__(self, accept, args=None):
+        self.accept = accept
+        self.args = args or {}
+
+    def getHeader(self, name):
+        return self.accept if name == b"accept" else None
+
+
+class ChooseTests(SynchronousTestCase):
+    def setUp(self):
+        self.patch(negotiation, "_CHOSEN", {})
+
+    def test_kept_per_header(self):
+        """A header's format is chosen once and kept, apart for each set of offers."""
+        first = choose(Asking(b"application/yaml, application/json"))
+        self.assertEqual(first.codec, codecs.YAML)
+        self.assertIs(choose(Asking(b"application/yaml, application/json")), first)
+        json_only = choose(Asking(b"application/yaml, application/json"), allow_yaml=False)
+        self.assertEqual(json_only.codec, codecs.JSON)
+        self.assertEqual(len(negotiation._CHOSEN), 2)
+
+    def test_tables_and_refusals_not_kept(self):
+        """A Table reads the query, a 406 is no format: neither is kept."""
+        table = choose(Asking(KUBECTL_ACCEPT, {b"includeObject": [b"Object"]}))
+        self.assertEqual(table.include_object, "Object")
+        self.assertEqual(choose(Asking(KUBECTL_ACCEPT)).include_object, "Metadata")
+        self.assertRaises(StatusError, choose, Asking(b"text/html"))
+        self.assertEqual(negotiation._CHOSEN, {})
+
+    def test_bounded(self):
+        """Headers made up per request fill the table once; long ones never enter it."""
+        self.patch(negotiation, "_MAX_CHOSEN", 3)
+        for n in range(5):
+            self.assertEqual(choose(Asking(b"application/json;charset=u%d" % n)).codec, codecs.JSON)
+        self.assertEqual(len(negotiation._CHOSEN), 3)
+        negotiation._CHOSEN.clear()
+        choose(Asking(b"application/json;charset=" + b"u" * 300))
+        self.assertEqual(negotiation._CHOSEN, {})
 
 
 class AggregatedDiscoveryTests(SynchronousTestCase):
