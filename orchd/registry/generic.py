@@ -172,6 +172,13 @@ class ResourceStore(ResourceReads):
         Warnings an attempt gave (admission, field validation) are dropped
         when a conflict sends the write round again: they spoke of a state
         that lost, and the next attempt says again what still holds.
+
+        Without a C{suggestion}, the first attempt starts from the watch
+        cache's copy when it has one, as upstream's cacher hands its own to
+        the store's C{GuaranteedUpdate}: a write through this process has
+        reached the cache when it returns, and a copy out of date only
+        costs the read it saved (L{guaranteed_update} believes nothing of it
+        but what the store's compare-and-swap confirms).
         """
         warnings = ctx.warnings
         kept = len(warnings)
@@ -181,8 +188,11 @@ class ResourceStore(ResourceReads):
             return await try_update(kv)
 
         info = self.info
+        key = self._key(ctx.namespace, name)
+        if suggestion is None and self.cache is not None:
+            suggestion = self.cache.get(key)
         return await guaranteed_update(
-            self.store, self._key(ctx.namespace, name), attempt,
+            self.store, key, attempt,
             lambda: StatusError.stale(info.resource, info.group, name), suggestion)
 
     @staticmethod

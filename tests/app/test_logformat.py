@@ -1,4 +1,4 @@
-"""The process's log: text or JSON lines, a reactor turn's lines written together."""
+"""The process's log: text or JSON lines, lines logged close together written together."""
 
 import io
 
@@ -7,7 +7,8 @@ from twisted.application.service import Application, Service
 from twisted.logger import ILogObserver, Logger, LogLevel, LogPublisher, formatEvent
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.app.logformat import LogWriter, ProcessLogging, event_line, message, text_line
+from orchd.app.logformat import (
+    FLUSH_DELAY, LogWriter, ProcessLogging, event_line, message, text_line)
 
 
 class FakeReactor:
@@ -16,8 +17,15 @@ class FakeReactor:
     def __init__(self, running=True):
         self.running = running
         self.calls = []
+        self.woken = False
+        self.delays = []
 
     def callFromThread(self, f, *args):
+        self.calls.append((f, args))
+        self.woken = True
+
+    def callLater(self, delay, f, *args):
+        self.delays.append(delay)
         self.calls.append((f, args))
 
     def turn(self):
@@ -153,7 +161,7 @@ class MessageTests(SynchronousTestCase):
 
 class LogWriterTests(SynchronousTestCase):
     def test_one_write_a_turn(self):
-        """The lines of one reactor turn go out in one write and one flush, at its end."""
+        """Lines logged together go out in one write and one flush, at a later turn."""
         out, reactor = CountingFile(), FakeReactor()
         writer = LogWriter(out, text_line, reactor)
         log = Logger(namespace="x", observer=LogPublisher(writer))
@@ -163,6 +171,16 @@ class LogWriterTests(SynchronousTestCase):
         reactor.turn()
         self.assertEqual(len(out.getvalue().splitlines()), 3)
         self.assertEqual((out.writes, out.flushes), (1, 1))
+
+    def test_woken_only_from_other_threads(self):
+        """The reactor's thread leaves the flush to a later turn; another thread wakes it."""
+        for in_reactor_thread, woken, delays in ((True, False, [FLUSH_DELAY]), (False, True, [])):
+            out, reactor = CountingFile(), FakeReactor()
+            writer = LogWriter(out, text_line, reactor, lambda: in_reactor_thread)
+            Logger(namespace="x", observer=writer).info("one")
+            self.assertEqual((reactor.woken, reactor.delays), (woken, delays))
+            reactor.turn()
+            self.assertIn("one", out.getvalue())
 
     def test_at_once_without_reactor(self):
         """While the reactor does not run, each line is written at once."""
