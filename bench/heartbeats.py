@@ -159,6 +159,8 @@ def print_heartbeats(report):
 SUMMARY = re.compile(r"^(\S+) \[orchd\.orchlet\.simnodes\.SimulatedNodes#info\] Simulated nodes: "
                      r"(\d+) Lease renewals in the last \d+ s, latency p50 ([\d.]+) ms, "
                      r"p99 ([\d.]+) ms, max ([\d.]+) ms")
+#: Seconds each summary covers (orchd.orchlet.simnodes.REPORT_INTERVAL).
+SUMMARY_SECS = 30
 MARKED_UNKNOWN = "stopped posting status; marked Unknown"
 #: A request-log line's status field (server/requestlog.py) when the in-flight limit refused it.
 TOO_MANY = " 429 "
@@ -213,6 +215,22 @@ def summaries(path, since, until):
     return found
 
 
+def next_summary(path, timeout=40.0):
+    """Wait for the sim process to log its next renewal summary (at most C{timeout} seconds)."""
+    deadline = time.monotonic() + timeout
+    with open(path, errors="replace") as f:
+        f.seek(0, os.SEEK_END)
+        line = ""
+        while time.monotonic() < deadline:
+            line += f.readline()
+            if not line.endswith("\n"):
+                time.sleep(0.2)
+                continue
+            if SUMMARY.match(line):
+                return
+            line = ""
+
+
 def cluster_cases(workdir, args, report):
     """
     The simulated cluster the documented way: an API server (core 0) and a
@@ -242,6 +260,11 @@ def cluster_cases(workdir, args, report):
         print(f"cluster: {nodes} nodes Ready in {start_up:.0f}s; one interval of warm-up, "
               f"then {args.cluster_secs:g}s measured", file=sys.stderr)
         time.sleep(10)
+        # A window of several summaries starts as the nodes log one: each
+        # covers the 30 s before it, so those counted are of the window alone.
+        aligned = args.cluster_secs >= 2 * SUMMARY_SECS
+        if aligned:
+            next_summary(sim.log_path)
         pid = orchd.process.pid
         t0, c0, s0, w0 = time.monotonic(), cpu_seconds(pid), cpu_seconds(sim.pid), time.time()
         served0 = lease_put_buckets(orchd)
@@ -259,7 +282,7 @@ def cluster_cases(workdir, args, report):
         if sim is not None:
             sim.stop(timeout=0)
         orchd.stop()
-    found = summaries(sim.log_path, w0, w1 + 1)
+    found = summaries(sim.log_path, w0 + 1 if aligned else w0, w1 + 1)
     renewed = sum(n for n, *_ in found)
     unknown = refused = 0
     with open(os.path.join(workdir, "orchd.log"), errors="replace") as f:
@@ -273,8 +296,8 @@ def cluster_cases(workdir, args, report):
         "apiserver_cpu": round((c1 - c0) / (t1 - t0), 3),
         "simulated_cpu": round((s1 - s0) / (t1 - t0), 3),
         "cpu_us_per_renewal": round((c1 - c0) / max(renewed, 1) * 1e6),
-        # Summaries cover 30 s each, so the counts are those of the window
-        # give or take the 30 s before it: the median of their p50s, the worst p99.
+        # Summaries cover 30 s each, the window's own (the last one, logged
+        # as the nodes stop, the rest of it): the median of their p50s, the worst p99.
         "renewed": renewed, "expected": round(nodes * (w1 - w0) / 10),
         "p50_ms": statistics.median(p50 for _, p50, _, _ in found) if found else None,
         "p99_ms": max(p99 for _, _, p99, _ in found) if found else None,

@@ -59,6 +59,8 @@ class _SignerCheck:
     """A check of one verb on the signer, for writes through one subresource."""
 
     subresource = verb = None
+    resources = frozenset({(CERTIFICATES, CSRS)})
+    mutates = False
 
     def __init__(self, authorizer):
         self._authorizer = authorizer
@@ -106,6 +108,9 @@ class CertificateSigning(_SignerCheck):
 @implementer(IAdmissionPlugin)
 class CertificateSubjectRestriction:
     """No API server client certificate for group C{system:masters}."""
+
+    resources = frozenset({(CERTIFICATES, CSRS)})
+    mutates = False
 
     def admit(self, attributes):
         pass

@@ -66,6 +66,9 @@ class DefaultIngressClass:
         (L{orchd.storage.cachedreads.CachedReads}), or an IStore.
     """
 
+    resources = frozenset({(NETWORKING, "ingresses")})
+    validates = False
+
     def __init__(self, store):
         self._store = store
 

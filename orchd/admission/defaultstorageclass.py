@@ -61,6 +61,9 @@ class DefaultStorageClass:
         (L{orchd.storage.cachedreads.CachedReads}), or an IStore.
     """
 
+    resources = frozenset({(CORE, "persistentvolumeclaims")})
+    validates = False
+
     def __init__(self, store):
         self._store = store
 

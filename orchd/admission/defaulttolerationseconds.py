@@ -31,6 +31,9 @@ class DefaultTolerationSeconds:
     @param seconds: the C{tolerationSeconds} of the added tolerations.
     """
 
+    resources = frozenset({("", "pods")})
+    validates = False
+
     def __init__(self, seconds=DEFAULT_SECONDS):
         self._seconds = int(seconds)
 

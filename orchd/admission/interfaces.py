@@ -61,8 +61,15 @@ class IAdmissionPlugin(Interface):
     One admission plugin. Either method may be a no-op.
 
     A method with nothing to do for a write returns None rather than an
-    awaitable that does nothing: every write calls every plugin twice, and
-    a coroutine costs more than the check that shows it is not needed.
+    awaitable that does nothing: a coroutine costs more than the check that
+    shows it is not needed. What a plugin never acts on it says with three
+    optional class attributes, so that the chain does not call it at all:
+
+      - C{resources}: the C{(group, resource)} pairs it acts on (the
+        storage group, C{""} for the core one); absent or None: every
+        resource;
+      - C{mutates = False}: C{admit} never does anything;
+      - C{validates = False}: C{validate} never does anything.
     """
 
     def admit(attributes):

@@ -25,6 +25,8 @@ class NamespaceLifecycle:
         shared between requests).
     """
 
+    mutates = False
+
     def __init__(self, get_namespace, immortal=SYSTEM_NAMESPACES, cached_namespace=None):
         self._get_namespace = get_namespace
         self._cached_namespace = cached_namespace

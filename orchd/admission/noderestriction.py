@@ -23,6 +23,8 @@ _NAMED_AFTER_NODE = {("", "nodes"), (COORDINATION, "leases"), (STORAGE, "csinode
 
 @implementer(IAdmissionPlugin)
 class NodeRestriction:
+    mutates = False
+
     def admit(self, attributes):
         pass
 

@@ -35,6 +35,9 @@ class RBACEscalation:
     @param authorizer: the server's authorizer, asked about C{escalate} and C{bind}.
     """
 
+    resources = frozenset((RBAC, resource) for resource in _ROLES + _BINDINGS)
+    mutates = False
+
     def __init__(self, index, authorizer):
         self._index = index
         self._authorizer = authorizer

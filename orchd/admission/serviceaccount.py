@@ -68,6 +68,8 @@ class ServiceAccountAdmission:
     @param random_source: for the volume's name (C{choice(sequence)}).
     """
 
+    resources = frozenset({("", "pods")})
+
     def __init__(self, store, random_source=None):
         self._store = store
         self._random = random_source or random.SystemRandom()

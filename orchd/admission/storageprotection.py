@@ -23,6 +23,9 @@ _FINALIZERS = {"persistentvolumeclaims": PVC_PROTECTION, "persistentvolumes": PV
 
 @implementer(IAdmissionPlugin)
 class StorageObjectInUseProtection:
+    resources = frozenset(("", resource) for resource in _FINALIZERS)
+    validates = False
+
     def admit(self, attributes):
         info, obj = attributes.info, attributes.obj
         if (info.group != "" or attributes.operation != CREATE or attributes.subresource

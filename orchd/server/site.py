@@ -12,11 +12,13 @@ complete the request is logged (L{orchd.server.requestlog}) and its audit
 event emitted (L{orchd.server.filters.audit}).
 """
 
+import time
 from urllib.parse import unquote
 
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from twisted.web.http import datetimeToString
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
@@ -64,6 +66,41 @@ class APIRequest(BoundedRequest):
         self.method, self.uri, self.clientproto = command, path, version
         self.path = path.split(b"?", 1)[0]
         self.process()
+
+    def process(self):
+        """
+        twisted.web's C{process}, less what a site of one leaf that routes
+        every path itself (L{APIServer}) does not use: no resource tree to
+        walk, no C{postpath} to split and unquote, no C{Server} header (the
+        upstream API server sends none), and the C{Date} header's text made
+        once a second rather than per request.
+        """
+        self.site = site = self.channel.site
+        self.prepath, self.postpath = [], []
+        self.setHeader(b"Date", _http_date())
+        try:
+            self.render(site.resource)
+        except BaseException:
+            self.processingFailed(Failure())
+
+
+class _HTTPDate:
+    """The C{Date} header's text of the current second."""
+
+    __slots__ = ("second", "text")
+
+    def __init__(self):
+        self.second, self.text = None, b""
+
+    def __call__(self, now=time.time):
+        second = int(now())
+        if second != self.second:
+            self.text = datetimeToString(second)
+            self.second = second
+        return self.text
+
+
+_http_date = _HTTPDate()
 
 
 class APISite(BoundedSite):

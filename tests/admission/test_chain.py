@@ -1,5 +1,7 @@
 """The admission chain: plugins in their configured order, mutation apart from validation."""
 
+import copy
+
 from twisted.internet.defer import Deferred, succeed
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
@@ -12,7 +14,9 @@ from orchd.admission.chain import AdmissionChain
 from orchd.admission.defaultingressclass import DefaultIngressClass
 from orchd.admission.defaultstorageclass import DefaultStorageClass
 from orchd.admission.defaulttolerationseconds import DefaultTolerationSeconds
-from orchd.admission.interfaces import CREATE, UPDATE, AdmissionAttributes, IAdmissionPlugin
+from orchd.admission.interfaces import (
+    CREATE, DELETE, UPDATE, AdmissionAttributes, IAdmissionPlugin,
+)
 from orchd.admission.namespacelifecycle import NamespaceLifecycle
 from orchd.admission.noderestriction import NodeRestriction
 from orchd.admission.podsecurity.admission import PodSecurity
@@ -55,9 +59,24 @@ class Recording:
         return self._call("validate", attributes)
 
 
-def attributes():
-    return AdmissionAttributes(CREATE, None, "default", "a", {"metadata": {"name": "a"}}, None,
-                               user=None)
+def info_of(resource):
+    return next(info for info in KINDS if info.resource == resource)
+
+
+def attributes(resource="configmaps"):
+    return AdmissionAttributes(CREATE, info_of(resource), "default", "a",
+                               {"metadata": {"name": "a"}}, None, user=None)
+
+
+def built_in_plugins():
+    def unused(*args):
+        raise AssertionError("read for a write the plugin has nothing to do with")
+
+    return [NamespaceLifecycle(unused), RBACEscalation(None, None),
+            ServiceAccountAdmission(None), NodeRestriction(), DefaultTolerationSeconds(),
+            DefaultIngressClass(None), DefaultStorageClass(None),
+            StorageObjectInUseProtection(), CertificateApproval(None),
+            CertificateSigning(None), CertificateSubjectRestriction(), PodSecurity(None)]
 
 
 class ChainTests(SynchronousTestCase):
@@ -98,19 +117,55 @@ class ChainTests(SynchronousTestCase):
         self.assertEqual(attrs.obj, {"metadata": {"name": "a"}})
 
 
+class ScopeTests(SynchronousTestCase):
+    def test_only_plugins_concerned(self):
+        """A write calls the plugins that act on its resource, in the phase they act in."""
+        seen = []
+        pods_only, never_mutates, never_validates = (
+            Recording("pods", seen), Recording("no-admit", seen), Recording("no-validate", seen))
+        pods_only.resources = frozenset({("", "pods")})
+        never_mutates.mutates = False
+        never_validates.validates = False
+        chain = AdmissionChain([pods_only, never_mutates, never_validates])
+        for resource in ("configmaps", "pods"):
+            for step in ("admit", "validate"):
+                self.successResultOf(Deferred.fromCoroutine(
+                    getattr(chain, step)(attributes(resource))))
+        self.assertEqual(seen, [("admit", "no-validate"), ("validate", "no-admit"),
+                                ("admit", "pods"), ("admit", "no-validate"),
+                                ("validate", "pods"), ("validate", "no-admit")])
+        self.assertEqual(chain.plugins_for("", "configmaps"),
+                         ((never_validates,), (never_mutates,)))
+
+    def test_built_in_scopes_skip_no_work(self):
+        """What a built-in plugin says it never acts on, it does nothing for: every served
+        resource outside its resources, and the phase it leaves out, return None at once and
+        leave the object as it was."""
+        user = UserInfo("system:node:n1", ("system:nodes",))
+        spec = {"containers": [{"name": "c", "image": "i"}], "storageClassName": None,
+                "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+        for plugin in built_in_plugins():
+            resources = getattr(plugin, "resources", None)
+            for info in KINDS:
+                for operation in (CREATE, UPDATE, DELETE):
+                    obj = {"metadata": {"name": "a"}, "spec": copy.deepcopy(spec)}
+                    before = copy.deepcopy(obj)
+                    write = AdmissionAttributes(operation, info, "default", "a", obj,
+                                                None if operation == CREATE else dict(obj), user)
+                    outside = resources is not None and (info.group, info.resource) not in resources
+                    if outside or not getattr(plugin, "mutates", True):
+                        self.assertIsNone(plugin.admit(write), (plugin, info.resource))
+                    if outside or not getattr(plugin, "validates", True):
+                        self.assertIsNone(plugin.validate(write), (plugin, info.resource))
+                    self.assertEqual(obj, before, (plugin, info.resource))
+
+
 class NothingToDoTests(SynchronousTestCase):
     def test_built_in_plugins_return_none(self):
         """A built-in plugin with nothing to do for a write returns None, not an awaitable."""
-        def unused(*args):
-            raise AssertionError("read for a write the plugin has nothing to do with")
-
-        plugins = [NamespaceLifecycle(unused), RBACEscalation(None, None),
-                   ServiceAccountAdmission(None), NodeRestriction(), DefaultTolerationSeconds(),
-                   DefaultIngressClass(None), DefaultStorageClass(None),
-                   StorageObjectInUseProtection(), CertificateApproval(None),
-                   CertificateSigning(None), CertificateSubjectRestriction(), PodSecurity(None)]
-        config_maps = next(info for info in KINDS if info.resource == "configmaps")
-        namespaces = next(info for info in KINDS if info.resource == "namespaces")
+        plugins = built_in_plugins()
+        config_maps = info_of("configmaps")
+        namespaces = info_of("namespaces")
         user = UserInfo("alice", ("devs",))
         writes = [
             AdmissionAttributes(UPDATE, config_maps, "default", "a",

@@ -3,12 +3,15 @@ Bounded requests: sizes, slow clients, bodies and pending connections, each
 driven through a real Site over StringTransport with a Clock.
 """
 
+import time
+
 import orjson
 from twisted.internet.interfaces import ISSLTransport
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 from twisted.logger import globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
+from twisted.web.http import datetimeToString
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 from zope.interface import directlyProvides
@@ -17,6 +20,7 @@ from orchd.server.channel import BoundedSite
 from orchd.server.requestlimits import (
     MAX_BODY, MAX_HEADERS, MAX_QUERY_PARAMS, RequestLimits, pending_bound,
 )
+from orchd.server import site as site_module
 from orchd.server.site import APISite
 from tests.support import APIHarness
 
@@ -223,6 +227,28 @@ class LineEndTests(ChannelCase):
         code, _, body = response(transport)
         self.assertEqual((code, body), (200, b"ok:hi"))
         self.assertEqual(self.resource.seen, [(b"POST", b"/x", b"hi")])
+
+
+class HeaderTests(ChannelCase):
+    def test_date_without_server(self):
+        """An answer has the Date of its second, written once a second, and no Server header."""
+        self.patch(site_module, "_http_date", site_module._HTTPDate())
+        channel, transport = self.open()
+        before = int(time.time())
+        channel.dataReceived(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        seconds = range(before, int(time.time()) + 1)
+        _, headers, body = response(transport)
+        self.assertEqual(body, b"ok:")
+        self.assertNotIn(b"server", headers)
+        self.assertIn(headers[b"date"], [datetimeToString(s).lower() for s in seconds])
+        self.assertIs(site_module._http_date(), site_module._http_date())
+
+    def test_date_follows_the_clock(self):
+        """The Date text changes with the second, only then."""
+        date = site_module._HTTPDate()
+        self.assertEqual(date(lambda: 0.2), b"Thu, 01 Jan 1970 00:00:00 GMT")
+        self.assertEqual(date(lambda: 0.9), b"Thu, 01 Jan 1970 00:00:00 GMT")
+        self.assertEqual(date(lambda: 61.0), b"Thu, 01 Jan 1970 00:01:01 GMT")
 
 
 class BodyTests(ChannelCase):

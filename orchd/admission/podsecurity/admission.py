@@ -89,6 +89,9 @@ class PodSecurity:
     @param store: the L{orchd.storage.interfaces.IStore} namespaces and pods are read from.
     """
 
+    resources = frozenset({("", "namespaces"), ("", "pods"), *TEMPLATES})
+    mutates = False
+
     def __init__(self, store):
         self._store = store
         self._namespaces = key_prefix_of("", "namespaces")
@@ -190,4 +193,3 @@ def _warn(attributes, policy, meta, spec):
     text = violation(policy.warn, meta, spec)
     if text is not None:
         attributes.warn(f'would violate PodSecurity "{policy.warn}": {text}')
-
