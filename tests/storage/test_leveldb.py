@@ -19,6 +19,7 @@ from orchd.storage.interfaces import (
     CompactedError,
     ConflictError,
     KeyExistsError,
+    KeyNotFoundError,
     StoreUnavailableError,
 )
 from orchd.storage.leveldb import LevelDBStore
@@ -98,6 +99,34 @@ class LevelDBStoreTests(TestCase):
         self.assertEqual(collector.events[0].prev_value, b"1")
         kv = await store.create(CM + "c", b"")
         self.assertEqual(kv.mod_revision, 5)
+
+    async def test_absent_keys_read_nothing(self):
+        """Keys known absent (never written, deleted, or after a reopen) are not looked up in
+        LevelDB; a present one is, and a reopened store knows which are which."""
+        await self.store.create(CM + "kept", b"1")
+        await self.store.create(CM + "gone", b"2")
+        await self.store.delete(CM + "gone")
+        await self.store.close()
+        store = self.open_store()
+        reads = []
+        db = store._db
+
+        class Counting:
+            def __getattr__(self, name):
+                if name in ("get", "raw_iterator"):
+                    reads.append(name)
+                return getattr(db, name)
+        store._db = Counting()
+        self.assertIsNone(await store.get(CM + "gone"))
+        self.assertIsNone(await store.get(CM + "never"))
+        await self.assertFailure(store.update(CM + "gone", b"3", 2), KeyNotFoundError)
+        kv = await store.create(CM + "gone", b"4")
+        self.assertEqual(reads, [])
+        self.assertEqual((await store.get(CM + "kept")).value, b"1")
+        await self.assertFailure(store.create(CM + "kept", b"5"), KeyExistsError)
+        self.assertEqual(reads, ["get", "raw_iterator"])
+        store._db = db
+        self.assertEqual((await store.get(CM + "gone")).mod_revision, kv.mod_revision)
 
     async def test_sequential_writes_sync_once_each(self):
         """A lone client writing one at a time gets one synced batch per write."""
