@@ -5,7 +5,7 @@ How the process's cyclic garbage collector runs: short pauses, not none.
 CPython's collector stops the process while it walks every tracked
 container of the generations it collects, and orchd's process is one
 reactor thread: every pause is a stall of every request, Lease renewal and
-watch. Two kinds of pause grew with the cluster (measured with 3,000 and
+watch. Three kinds of pause grew with the cluster (measured with 3,000 and
 5,000 simulated nodes):
 
   - The middle (generation 1) collections: with a first threshold of

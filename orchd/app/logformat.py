@@ -17,8 +17,9 @@ With a line per API request, the log is on the hot path: twistd's observer
 formats each event's time afresh and flushes the file after each line,
 which costs more than serving a small GET. L{LogWriter} keeps the time
 text of the current second and writes the lines of some tens of
-milliseconds with one write and one flush; L{message} gives twisted's text of an event without
-re-reading its format and wrapping every field on each line.
+milliseconds with one write and one flush; L{message} gives twisted's text
+of an event without re-reading its format and wrapping every field on each
+line.
 """
 
 import datetime
@@ -30,8 +31,8 @@ import time
 import orjson
 from twisted.application.service import MultiService
 from twisted.logger import ILogObserver, formatEvent
-from twisted.python.threadable import isInIOThread
 from twisted.python.logfile import LogFile
+from twisted.python.threadable import isInIOThread
 from zope.interface import implementer
 
 _PLAIN = (str, int, float, bool, type(None))

@@ -96,6 +96,7 @@ def makeService(options):
     # process: out of every full garbage collection, as what survives each
     # full collection from now on (orchd.app.collector says why).
     collector.install(gc)
+    # twistd has installed its reactor by now.
     from twisted.internet import reactor
     collector.PacedCollections(reactor, gc).setServiceParent(service)
     return service
