@@ -16,11 +16,11 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 from zope.interface import directlyProvides
 
+from orchd.server import site as site_module
 from orchd.server.channel import BoundedSite
 from orchd.server.requestlimits import (
     MAX_BODY, MAX_HEADERS, MAX_QUERY_PARAMS, RequestLimits, pending_bound,
 )
-from orchd.server import site as site_module
 from orchd.server.site import APISite
 from tests.support import APIHarness
 
