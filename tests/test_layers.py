@@ -22,7 +22,7 @@ import orchd
 #: other (as long as the package graph has no cycle); a new package must be
 #: placed here. C{docs/architecture.rst} describes the layers from this list.
 LAYERS = [
-    ("tls", "timing"),            # certificates and TLS; many timers on one reactor timer:
+    ("tls", "timing"),            # certificates and TLS; timers and per-second time text:
                                   # the leaf, imports nothing of orchd
     ("api",),                     # wire types, schemas, codecs, errors
     ("client",),                  # orchconfig files and HTTPS clients built from them

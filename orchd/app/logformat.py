@@ -35,6 +35,8 @@ from twisted.python.logfile import LogFile
 from twisted.python.threadable import isInIOThread
 from zope.interface import implementer
 
+from orchd.timing.seconds import SecondText
+
 _PLAIN = (str, int, float, bool, type(None))
 #: Seconds a line logged on the reactor's thread may wait for the lines after it.
 FLUSH_DELAY = 0.05
@@ -153,23 +155,12 @@ class LogWriter:
             self._out.flush()
 
 
-class _SecondText:
-    """The time text of the current second (local time, as twistd writes it)."""
-
-    __slots__ = ("second", "text")
-
-    def __init__(self):
-        self.second, self.text = None, ""
-
-    def __call__(self, when):
-        second = int(when)
-        if second != self.second:
-            self.text = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(second))
-            self.second = second
-        return self.text
+#: The time text of a line's second (local time, as twistd writes it).
+_line_time = SecondText(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S%z",
+                                                     time.localtime(second)))
 
 
-def text_line(event, _time=_SecondText()):
+def text_line(event, _time=_line_time):
     """The text line of one twisted.logger event, as twistd's classic format."""
     system = event.get("log_system")
     if system is None:

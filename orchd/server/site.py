@@ -42,6 +42,7 @@ from orchd.server.requestinfo import parse_request_info
 from orchd.server.requestlog import log_request
 from orchd.server.settings import ServerSettings
 from orchd.storage.interfaces import StoreUnavailableError
+from orchd.timing.seconds import SecondText
 
 _NOT_FOUND = "the server could not find the requested resource"
 
@@ -77,30 +78,15 @@ class APIRequest(BoundedRequest):
         """
         self.site = site = self.channel.site
         self.prepath, self.postpath = [], []
-        self.setHeader(b"Date", _http_date())
+        self.setHeader(b"Date", _http_date(time.time()))
         try:
             self.render(site.resource)
         except BaseException:
             self.processingFailed(Failure())
 
 
-class _HTTPDate:
-    """The C{Date} header's text of the current second."""
-
-    __slots__ = ("second", "text")
-
-    def __init__(self):
-        self.second, self.text = None, b""
-
-    def __call__(self, now=time.time):
-        second = int(now())
-        if second != self.second:
-            self.text = datetimeToString(second)
-            self.second = second
-        return self.text
-
-
-_http_date = _HTTPDate()
+#: The C{Date} header's text of a second.
+_http_date = SecondText(datetimeToString)
 
 
 class APISite(BoundedSite):

@@ -22,6 +22,7 @@ from orchd.server.requestlimits import (
     MAX_BODY, MAX_HEADERS, MAX_QUERY_PARAMS, RequestLimits, pending_bound,
 )
 from orchd.server.site import APISite
+from orchd.timing.seconds import SecondText
 from tests.support import APIHarness
 
 
@@ -232,7 +233,7 @@ class LineEndTests(ChannelCase):
 class HeaderTests(ChannelCase):
     def test_date_without_server(self):
         """An answer has the Date of its second, written once a second, and no Server header."""
-        self.patch(site_module, "_http_date", site_module._HTTPDate())
+        self.patch(site_module, "_http_date", SecondText(datetimeToString))
         channel, transport = self.open()
         before = int(time.time())
         channel.dataReceived(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -241,14 +242,15 @@ class HeaderTests(ChannelCase):
         self.assertEqual(body, b"ok:")
         self.assertNotIn(b"server", headers)
         self.assertIn(headers[b"date"], [datetimeToString(s).lower() for s in seconds])
-        self.assertIs(site_module._http_date(), site_module._http_date())
+        now = time.time()
+        self.assertIs(site_module._http_date(now), site_module._http_date(now))
 
     def test_date_follows_the_clock(self):
         """The Date text changes with the second, only then."""
-        date = site_module._HTTPDate()
-        self.assertEqual(date(lambda: 0.2), b"Thu, 01 Jan 1970 00:00:00 GMT")
-        self.assertEqual(date(lambda: 0.9), b"Thu, 01 Jan 1970 00:00:00 GMT")
-        self.assertEqual(date(lambda: 61.0), b"Thu, 01 Jan 1970 00:01:01 GMT")
+        date = SecondText(datetimeToString)
+        self.assertEqual(date(0.2), b"Thu, 01 Jan 1970 00:00:00 GMT")
+        self.assertEqual(date(0.9), b"Thu, 01 Jan 1970 00:00:00 GMT")
+        self.assertEqual(date(61.0), b"Thu, 01 Jan 1970 00:01:01 GMT")
 
 
 class BodyTests(ChannelCase):

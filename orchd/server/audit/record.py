@@ -19,6 +19,7 @@ import orjson
 from orchd.api import yamldecode
 from orchd.server.audit.policy import (COMPLETE, LEVEL_RANK, METADATA, PANIC, REQUEST,
                                        REQUEST_RESPONSE)
+from orchd.timing.seconds import SecondText
 
 #: [COMPAT] tools that read audit logs (and webhook receivers) expect the upstream group.
 EVENT_API_VERSION = "audit.k8s.io/v1"
@@ -31,12 +32,12 @@ _JSON = frozenset((b"application/json", b"application/merge-patch+json",
 _YAML = frozenset((b"application/yaml", b"application/apply-patch+yaml"))
 
 
-def micro_time(seconds, _cache=[None, ""]):
+_utc_second = SecondText(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+
+
+def micro_time(seconds):
     """A metav1 MicroTime: C{2021-04-09T07:50:08.137166Z} (UTC, six digits)."""
-    whole = int(seconds)
-    if _cache[0] != whole:
-        _cache[0], _cache[1] = whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
-    return f"{_cache[1]}.{int((seconds - whole) * 1e6):06d}Z"
+    return f"{_utc_second(seconds)}.{int((seconds - int(seconds)) * 1e6):06d}Z"
 
 
 def _success_status(code, _cache={}):
