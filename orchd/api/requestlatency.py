@@ -26,19 +26,22 @@ class RequestTiming:
     """
     One request's timing as the metrics read it.
 
+    Every request makes one, so only C{start} is set at first; the rest
+    starts as the class's default.
+
     @ivar start: the timer's reading when the request arrived.
     @ivar excluded: seconds spent in admission webhooks, left out of the SLI.
     @ivar key: the request's metric labels, once known.
     @ivar series: what those labels count into (the metrics' own, opaque here).
+    @ivar longrunning: whether it is counted when it ends (a watch, a stream).
     """
 
-    __slots__ = ("start", "excluded", "key", "series", "longrunning")
+    excluded = 0.0
+    key = series = None
+    longrunning = False
 
     def __init__(self, start):
         self.start = start
-        self.excluded = 0.0
-        self.key = self.series = None
-        self.longrunning = False
 
 
 #: C{begin(timing)}: make C{timing} the current request's (within the calling

@@ -36,7 +36,6 @@ unless the duration is a multiple of it). With orchd's defaults (lease
 last renewal, so within 15 s of its death.
 """
 
-import datetime
 import socket
 import uuid
 
@@ -44,6 +43,7 @@ from twisted.internet.defer import Deferred, maybeDeferred
 from twisted.logger import Logger
 
 from orchd.api.errors import StatusError
+from orchd.timing.seconds import micro_time
 
 LEASE_NAME = "orch-controller-manager"
 LEASE_NAMESPACE = "orch-system"
@@ -55,12 +55,6 @@ RETRY_PERIOD = 2.0
 def default_identity():
     """C{<hostname>_<uuid4>}, as upstream: unique per process, readable per host."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(seconds):
-    """A MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:

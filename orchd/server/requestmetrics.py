@@ -11,7 +11,7 @@ C{cluster}, empty for non-resource paths), C{component} C{apiserver},
 C{dry_run} (C{All}, C{invalid} or empty) and C{code}.
 
 The server calls L{APIServerMetrics.classify} once a request's info is
-parsed and L{APIServerMetrics.served} when its handler is done (a watch or
+parsed and L{APIServerMetrics.record} when its handler is done (a watch or
 a stream, as upstream's, when it ends): one label tuple per request, then a
 counter and two histogram observations, each a dict lookup. Label values
 come only from the catalog's kinds (an unknown resource counts with empty
@@ -49,6 +49,11 @@ SLI_LABELS = ("verb", "group", "version", "resource", "subresource", "scope", "c
 _METHOD_VERBS = {b"GET": "GET", b"HEAD": "GET", b"POST": "POST", b"PUT": "PUT", b"PATCH": "PATCH",
                  b"DELETE": "DELETE"}
 _APPLY_TYPE = b"application/apply-patch+yaml"
+#: Verbs counted when they end (upstream's long-running requests).
+_LONG_RUNNING_VERBS = frozenset(("WATCH", "CONNECT"))
+#: Request shapes whose series are kept (their kinds too: a kind replaced, by a
+#: custom resource's new version, say, is let go when the table is cleared).
+_SHAPES = 4096
 _CODES = {}
 
 
@@ -117,17 +122,32 @@ def _cached_resources(catalog):
     return result
 
 
+def _labels(request, info, kind):
+    """The label values of C{apiserver_request_total} but C{code}, as a tuple."""
+    scope = scope_label(info)
+    verb = verb_label(request, info, scope)
+    dry_run = dry_run_label(request.args) if request.args else ""
+    if kind is None:
+        return (verb, dry_run, "", "", "", "", scope, COMPONENT)
+    subresource = info.subresource if info.subresource in kind.subresources else ""
+    return (verb, dry_run, kind.group, kind.version, kind.resource, subresource, scope,
+            COMPONENT)
+
+
 class _Series:
     """
     The children one label set counts into: C{apiserver_request_total} per
     code, and the two latency histograms. Found once per request, at
     L{APIServerMetrics.classify}, so that counting it is a few additions.
+
+    @ivar longrunning: whether its requests are counted when they end.
     """
 
-    __slots__ = ("key", "codes", "latency", "sli")
+    __slots__ = ("key", "codes", "latency", "sli", "longrunning")
 
     def __init__(self, metrics, key):
         self.key = key
+        self.longrunning = key[0] in _LONG_RUNNING_VERBS
         #: {HTTP code: counter child}
         self.codes = {}
         self.latency = metrics.latency.labels(*key)
@@ -194,6 +214,8 @@ class APIServerMetrics:
         register_process_metrics(registry)
         #: {label tuple: L{_Series}}; as bounded as the label values (see the module).
         self._series = {}
+        #: {request shape: L{_Series}} (see L{classify}), at most L{_SHAPES}.
+        self._shapes = {}
         #: C{/metrics/slis}: the health checks' results.
         self.health = HealthMetrics()
         self.slis = self.health.registry
@@ -253,17 +275,22 @@ class APIServerMetrics:
         @param kind: the L{orchd.api.kinds.KindInfo} the request addresses,
             or None (a non-resource path, or a resource not served).
         """
-        scope = scope_label(info)
-        verb = verb_label(request, info, scope)
-        if kind is not None:
-            subresource = info.subresource if info.subresource in kind.subresources else ""
-            key = (verb, dry_run_label(request.args), kind.group, kind.version, kind.resource,
-                   subresource, scope, COMPONENT)
+        args = request.args
+        if request.method == b"PATCH" or (args and b"dryRun" in args):
+            series = self._series_of(_labels(request, info, kind))
         else:
-            key = (verb, dry_run_label(request.args), "", "", "", "", scope, COMPONENT)
-        timing.key = key
-        timing.series = self._series_of(key)
-        if verb in ("WATCH", "CONNECT") and kind is not None:
+            # Nearly every request (no dry run, not a patch) has labels that
+            # follow from its shape alone: those of a shape seen before are kept.
+            shape = (request.method, info.is_resource_request, info.verb, kind,
+                     info.subresource, info.name == "", info.namespace == "")
+            series = self._shapes.get(shape)
+            if series is None:
+                if len(self._shapes) >= _SHAPES:
+                    self._shapes.clear()
+                series = self._shapes[shape] = self._series_of(_labels(request, info, kind))
+        timing.series = series
+        timing.key = key = series.key
+        if series.longrunning and kind is not None:
             short = key[:1] + key[2:]
             timing.longrunning = True
             self.longrunning.inc(short)
@@ -278,7 +305,7 @@ class APIServerMetrics:
     def _longrunning_ended(self, _, request, timing, short):
         # As upstream's, a watch or a stream is counted, and timed, when it ends.
         self.longrunning.dec(short)
-        self._record(request, timing)
+        self.record(request, timing)
 
     def terminated(self, timing, code):
         """The server refused the request in self-defence (the in-flight limit's 429)."""
@@ -286,13 +313,11 @@ class APIServerMetrics:
         if key is not None:
             self.terminations.inc(key[:1] + key[2:] + (_code(code),))
 
-    def served(self, result, request, timing):
-        """The request's handler is done (a long-running one is counted when it ends)."""
-        if not timing.longrunning:
-            self._record(request, timing)
-        return result
-
-    def _record(self, request, timing):
+    def record(self, request, timing):
+        """
+        Count the answered request. The server calls it when the handler is
+        done, unless C{timing.longrunning}: those are counted when they end.
+        """
         try:
             elapsed = self.timer() - timing.start
             series = timing.series

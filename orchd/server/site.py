@@ -163,8 +163,8 @@ class APIServer(Resource):
                 result = self._failed(result, request)
             except BaseException:
                 result = Failure()
-        if timing is not None:
-            result = self.metrics.served(result, request, timing)
+        if timing is not None and not timing.longrunning:
+            self.metrics.record(request, timing)
         self._done(result, request)
 
     def _failed(self, failure, request):

@@ -22,6 +22,7 @@ from orchd.storage.interfaces import IStore
 _ROOT = "/registry/"
 #: Parent paths (a resource's, or a namespace's within it) whose child is kept, per operation.
 _CACHED_PARENTS = 4096
+_OPERATIONS = ("get", "list", "listWithCount", "create", "update", "delete")
 
 
 @implementer(IStore)
@@ -41,7 +42,7 @@ class TimedStore:
         self._types = {}
         #: {operation: {key's parent path: histogram child}}, at most
         #: L{_CACHED_PARENTS} paths each, so that a timed call costs one lookup.
-        self._children = {}
+        self._children = {operation: {} for operation in _OPERATIONS}
 
     @property
     def compacted_revision(self):
@@ -73,9 +74,7 @@ class TimedStore:
     def _timed(self, d, operation, key, start):
         # The histogram child of the operation on the key's resource, found
         # by the key's parent path: one lookup for a call on a known path.
-        children = self._children.get(operation)
-        if children is None:
-            children = self._children[operation] = {}
+        children = self._children[operation]
         parent = key[:key.rfind("/") + 1]
         child = children.get(parent)
         if child is None:

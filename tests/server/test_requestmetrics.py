@@ -7,6 +7,7 @@ from zope.interface import implementer
 from orchd.admission.interfaces import IAdmissionPlugin
 from orchd.api.requestlatency import add_webhook_time, current
 from orchd.server.filters.limits import InflightLimiter
+from orchd.server import requestmetrics
 from orchd.server.requestinfo import parse_request_info
 from orchd.server.requestmetrics import (
     APIServerMetrics, dry_run_label, resource_label, scope_label)
@@ -85,6 +86,29 @@ class VerbLabelTests(SynchronousTestCase):
         counts = requests(api)
         self.assertEqual(counts[("POST", "configmaps", "", "resource", "All", "201")], 1)
         self.assertEqual(counts[("GET", "pods", "status", "resource", "", "200")], 1)
+
+    def test_labels_of_a_shape_seen_before(self):
+        """A request of a shape already counted gets its labels, but dry runs keep their own."""
+        api = self.api
+        api.call("POST", CM, {"metadata": {"name": "s1"}})
+        api.call("POST", CM + "?dryRun=All", {"metadata": {"name": "s2"}})
+        api.call("POST", CM + "?fieldManager=x", {"metadata": {"name": "s3"}})
+        api.call("GET", CM + "?limit=5")
+        api.call("GET", "/api/v1/namespaces/default/pods")
+        counts = requests(api)
+        self.assertEqual(counts[("POST", "configmaps", "", "resource", "", "201")], 3)
+        self.assertEqual(counts[("POST", "configmaps", "", "resource", "All", "201")], 1)
+        self.assertEqual(counts[("LIST", "configmaps", "", "namespace", "", "200")], 1)
+        self.assertEqual(counts[("LIST", "pods", "", "namespace", "", "200")], 1)
+
+    def test_shapes_kept_are_bounded(self):
+        """Paths of made-up subresources make new shapes; the table of them stays bounded."""
+        self.patch(requestmetrics, "_SHAPES", 8)
+        for n in range(20):
+            self.api.call("GET", f"{CM}/a/made-up-{n}")
+        self.assertLessEqual(len(self.api.metrics._shapes), 8)
+        counts = requests(self.api)
+        self.assertEqual(counts[("GET", "configmaps", "", "resource", "", "404")], 20)
 
     def test_unknown_paths_mint_no_series(self):
         """Unknown resources and subresources count with empty labels, whatever the path says."""

@@ -2,7 +2,7 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.timing.seconds import SecondText
+from orchd.timing.seconds import SecondText, micro_time
 
 
 class SecondTextTests(SynchronousTestCase):
@@ -13,3 +13,23 @@ class SecondTextTests(SynchronousTestCase):
         self.assertEqual([text(10.0), text(10.5), text(10.99), text(11.2)],
                          ["s10", "s10", "s10", "s11"])
         self.assertEqual(rendered, [10, 11])
+
+
+class MicroTimeTests(SynchronousTestCase):
+    def test_six_digits_and_z(self):
+        """A MicroTime has six digits of fraction, leading zeros kept, and a Z."""
+        self.assertEqual(micro_time(1617954608.137166), "2021-04-09T07:50:08.137166Z")
+        self.assertEqual(micro_time(1617954608.0), "2021-04-09T07:50:08.000000Z")
+        self.assertEqual(micro_time(1617954608.000042), "2021-04-09T07:50:08.000042Z")
+        self.assertEqual(micro_time(1617954608.01), "2021-04-09T07:50:08.010000Z")
+
+    def test_rounded_into_the_next_second(self):
+        """Rounded to the nearest microsecond, as datetime rounds: the second moves too."""
+        self.assertEqual(micro_time(1617954608.9999996), "2021-04-09T07:50:09.000000Z")
+        self.assertEqual(micro_time(1617954608.9999994), "2021-04-09T07:50:08.999999Z")
+
+    def test_seconds_alternating(self):
+        """Times of two seconds in turn each get their own second's text."""
+        self.assertEqual([micro_time(t) for t in (100.5, 99.25, 100.75)],
+                         ["1970-01-01T00:01:40.500000Z", "1970-01-01T00:01:39.250000Z",
+                          "1970-01-01T00:01:40.750000Z"])

@@ -31,14 +31,19 @@ class AuditPolicyError(ValueError):
 
 
 class Decision:
-    """What the policy says of one request: its level, stages left out, managed fields."""
+    """
+    What the policy says of one request: its level, stages left out, managed fields.
 
-    __slots__ = ("level", "omit_stages", "omit_managed_fields")
+    @ivar bodies: whether the level logs bodies (C{Request} and above).
+    """
+
+    __slots__ = ("level", "omit_stages", "omit_managed_fields", "bodies")
 
     def __init__(self, level, omit_stages=frozenset(), omit_managed_fields=False):
         self.level = level
         self.omit_stages = omit_stages
         self.omit_managed_fields = omit_managed_fields
+        self.bodies = LEVEL_RANK[level] >= LEVEL_RANK[REQUEST]
 
     def __repr__(self):
         return f"<Decision {self.level} omit={sorted(self.omit_stages)}>"

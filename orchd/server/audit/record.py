@@ -12,14 +12,12 @@ dict lookups here and nothing more.
 """
 
 import ipaddress
-import time
 
 import orjson
 
 from orchd.api import yamldecode
-from orchd.server.audit.policy import (COMPLETE, LEVEL_RANK, METADATA, PANIC, REQUEST,
-                                       REQUEST_RESPONSE)
-from orchd.timing.seconds import SecondText
+from orchd.server.audit.policy import COMPLETE, PANIC, REQUEST_RESPONSE
+from orchd.timing.seconds import micro_time
 
 #: [COMPAT] tools that read audit logs (and webhook receivers) expect the upstream group.
 EVENT_API_VERSION = "audit.k8s.io/v1"
@@ -32,19 +30,12 @@ _JSON = frozenset((b"application/json", b"application/merge-patch+json",
 _YAML = frozenset((b"application/yaml", b"application/apply-patch+yaml"))
 
 
-_utc_second = SecondText(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+#: {code: the C{responseStatus} of an answer that is not an error}, one shared dict per code.
+_SUCCESS = {}
 
 
-def micro_time(seconds):
-    """A metav1 MicroTime: C{2021-04-09T07:50:08.137166Z} (UTC, six digits)."""
-    return f"{_utc_second(seconds)}.{int((seconds - int(seconds)) * 1e6):06d}Z"
-
-
-def _success_status(code, _cache={}):
-    """C{responseStatus} of an answer that is not an error: one shared dict per code."""
-    status = _cache.get(code)
-    if status is None:
-        status = _cache[code] = {"metadata": {}, "code": code}
+def _success_status(code):
+    status = _SUCCESS[code] = {"metadata": {}, "code": code}
     return status
 
 
@@ -118,16 +109,25 @@ def encode_event(event):
     return orjson.dumps(event, default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def source_ips(request):
-    """X-Forwarded-For, then X-Real-Ip, then the peer, as upstream's C{utilnet.SourceIPs}."""
+def source_ips(request, headers):
+    """
+    X-Forwarded-For, then X-Real-Ip, then the peer, as upstream's C{utilnet.SourceIPs}.
+
+    @param headers: the request's headers as a dict, by their canonical names
+        (C{Headers.getAllRawHeaders}).
+    """
+    forwarded = headers.get(b"X-Forwarded-For")
+    real = headers.get(b"X-Real-Ip")
+    peer = getattr(request.getClientAddress(), "host", None)
+    if forwarded is None and real is None:
+        # Nearly every request: no proxy in between.
+        return [peer] if peer else []
     ips = []
-    headers = request.requestHeaders
-    for value in headers.getRawHeaders(b"x-forwarded-for", ()):
+    for value in forwarded or ():
         for part in value.split(b","):
             _add_ip(ips, part)
-    for value in headers.getRawHeaders(b"x-real-ip", ())[:1]:
+    for value in (real or ())[:1]:
         _add_ip(ips, value)
-    peer = getattr(request.getClientAddress(), "host", None)
     if peer and peer not in ips:
         ips.append(peer)
     return ips
@@ -147,56 +147,71 @@ class AuditRecord:
     """
     The audit state of one audited request.
 
+    Every audited request makes one: what all its events say alike is put
+    in a dict at once (L{fields}), which the last event becomes, and what few
+    requests have (an impersonated user, an error's status, bodies) starts
+    as the class's default.
+
     @ivar annotations: the event's annotations; admission plugins add to it
         through C{AdmissionAttributes.add_audit_annotation}.
     @ivar status: the Status dict of an error answer, set where errors are written.
+    @ivar wants_response: whether the response body is logged (RequestResponse,
+        resource requests); the response writer keeps it in C{response}.
     """
 
-    __slots__ = ("audit_id", "decision", "level", "emit", "now", "uri", "source_ips",
-                 "user_agent", "info", "user", "impersonated", "annotations", "status",
-                 "received", "object_meta", "request_body", "response", "finished")
+    impersonated = None
+    status = None
+    #: (namespace, name, uid, resourceVersion) read off the request's object.
+    object_meta = None
+    #: The request's L{Body}, at Request level and above.
+    request_body = None
+    #: (content type, body) of the response, at RequestResponse level.
+    response = None
+    wants_response = False
+    finished = False
 
-    def __init__(self, audit_id, decision, emit, now, request, info, user, received):
-        self.audit_id = audit_id
+    def __init__(self, request, decision, info, user):
         self.decision = decision
-        self.level = decision.level
-        self.emit = emit
-        self.now = now
+        self.info = info
+        self.received = request.received
+        self.annotations = {}
         # What the events say of the request is read now and the request not
         # kept: the request holds this record (C{request.audit}), and a cycle
         # between them would leave every audited request, with its headers and
-        # body, for the garbage collector instead of reference counting.
-        self.uri = request.uri.decode("latin-1")
-        self.source_ips = source_ips(request)
-        agent = request.getHeader(b"user-agent")
-        self.user_agent = agent.decode("utf-8", "replace") if agent else None
-        self.info = info
-        self.user = user
-        self.impersonated = None
-        self.annotations = {}
-        self.status = None
-        self.received = received
-        #: (namespace, name, uid, resourceVersion) read off the request's object.
-        self.object_meta = None
-        #: The request's L{Body}, at Request level and above (read now: twisted.web
-        #: lets the body go when the response is finished).
-        self.request_body = None
-        if LEVEL_RANK[self.level] >= LEVEL_RANK[REQUEST] and info.is_resource_request \
-                and info.verb in _WRITE_VERBS:
+        # body, for the garbage collector instead of reference counting. The
+        # user's dict and the source IPs are shared by every event, never copied.
+        # The headers are read from one dict: three lookups by name in
+        # twisted.web's cost more than making it.
+        headers = dict(request.requestHeaders.getAllRawHeaders())
+        self.fields = fields = {
+            "kind": "Event",
+            "apiVersion": EVENT_API_VERSION,
+            "level": decision.level,
+            "auditID": request.audit_id,
+            "stage": None,
+            "requestURI": request.uri.decode("latin-1"),
+            "verb": info.verb,
+            "user": user.shared_dict() if user is not None else {},
+            "sourceIPs": source_ips(request, headers),
+        }
+        agent = headers.get(b"User-Agent")
+        if agent:
+            fields["userAgent"] = agent[-1].decode("utf-8", "replace")
+        if decision.bodies and info.is_resource_request:
+            self._keep_bodies(request)
+
+    def _keep_bodies(self, request):
+        # The request's body is read now: twisted.web lets it go when the
+        # response is finished.
+        if self.info.verb in _WRITE_VERBS:
             content = request.content
             content.seek(0)
             data = content.read()
-            body = Body(data, request.getHeader(b"content-type"), decision.omit_managed_fields)
+            body = Body(data, request.getHeader(b"content-type"),
+                        self.decision.omit_managed_fields)
             if data and body.readable:
                 self.request_body = body
-        #: (content type, body) of the response, at RequestResponse level.
-        self.response = None
-        self.finished = False
-
-    @property
-    def wants_response(self):
-        """Whether the response body is logged (RequestResponse, resource requests)."""
-        return self.level == REQUEST_RESPONSE and self.info.is_resource_request
+        self.wants_response = self.decision.level == REQUEST_RESPONSE
 
     def authorized(self, allowed, reason):
         """Record the authorizer's answer, as upstream's annotations say it."""
@@ -211,51 +226,33 @@ class AuditRecord:
             self.object_meta = (meta.get("namespace"), meta.get("name"), meta.get("uid"),
                                 meta.get("resourceVersion"))
 
-    def stage(self, stage, code=None):
-        """Emit the event of C{stage} unless the policy leaves it out."""
-        if stage in self.decision.omit_stages:
-            return
-        self.emit(self._event(stage, code))
-
-    def _event(self, stage, code):
-        # Every audited request comes here at least once: the event is built
-        # in one literal, and what does not change within a request (the
-        # user's dict, the source IPs, a success's status) is shared, not
-        # copied; sinks read events and never change them.
-        info = self.info
-        user = self.user
-        event = {
-            "kind": "Event",
-            "apiVersion": EVENT_API_VERSION,
-            "level": self.level,
-            "auditID": self.audit_id,
-            "stage": stage,
-            "requestURI": self.uri,
-            "verb": info.verb,
-            "user": user.shared_dict() if user is not None else {},
-        }
+    def event(self, stage, code, now):
+        """
+        The event of C{stage} (answered with C{code}, or None before an
+        answer), at C{now}: the request's last event is L{fields} itself,
+        an earlier one a copy (sinks read events and never change them).
+        """
+        event = self.fields if self.finished else dict(self.fields)
+        event["stage"] = stage
         if self.impersonated is not None:
             event["impersonatedUser"] = self.impersonated.shared_dict()
-        event["sourceIPs"] = self.source_ips
-        if self.user_agent:
-            event["userAgent"] = self.user_agent
-        resource = info.is_resource_request
+        resource = self.info.is_resource_request
         if resource:
             event["objectRef"] = self._object_ref()
         if code is not None:
             status = self.status
             if status is None:
-                event["responseStatus"] = _success_status(code)
+                event["responseStatus"] = _SUCCESS.get(code) or _success_status(code)
             else:
                 event["responseStatus"] = {
                     "metadata": {}, "status": status.get("status", "Failure"),
                     "message": status.get("message", ""), "reason": status.get("reason", ""),
                     **({"details": status["details"]} if "details" in status else {}),
                     "code": status.get("code", code)}
-            if resource and self.level != METADATA and (stage == COMPLETE or stage == PANIC):
+            if resource and self.decision.bodies and (stage == COMPLETE or stage == PANIC):
                 self._bodies(event)
         event["requestReceivedTimestamp"] = micro_time(self.received)
-        event["stageTimestamp"] = micro_time(self.now())
+        event["stageTimestamp"] = micro_time(now)
         if self.annotations:
             # The last event may share them; an earlier one sees them as they were.
             event["annotations"] = (self.annotations if self.finished
@@ -265,26 +262,31 @@ class AuditRecord:
     def _object_ref(self):
         info = self.info
         ref = {"resource": info.resource}
-        namespace, name = info.namespace, info.name
-        uid = version = None
-        if self.object_meta is not None:
-            given_ns, given_name, uid, version = self.object_meta
-            namespace = namespace or (given_ns if isinstance(given_ns, str) else "")
-            name = name or (given_name if isinstance(given_name, str) else "")
-        if namespace:
-            ref["namespace"] = namespace
-        if name:
-            ref["name"] = name
-        if isinstance(uid, str) and uid:
-            ref["uid"] = uid
+        if info.namespace:
+            ref["namespace"] = info.namespace
+        if info.name:
+            ref["name"] = info.name
         if info.api_group:
             ref["apiGroup"] = info.api_group
         ref["apiVersion"] = info.api_version
-        if isinstance(version, str) and version:
-            ref["resourceVersion"] = version
         if info.subresource:
             ref["subresource"] = info.subresource
+        if self.object_meta is not None:
+            self._add_object_meta(ref)
         return ref
+
+    def _add_object_meta(self, ref):
+        # A create names its object in the body; a write's object may give
+        # its uid and version too.
+        namespace, name, uid, version = self.object_meta
+        if "namespace" not in ref and isinstance(namespace, str) and namespace:
+            ref["namespace"] = namespace
+        if "name" not in ref and isinstance(name, str) and name:
+            ref["name"] = name
+        if isinstance(uid, str) and uid:
+            ref["uid"] = uid
+        if isinstance(version, str) and version:
+            ref["resourceVersion"] = version
 
     def _bodies(self, event):
         if self.request_body is not None:

@@ -87,10 +87,13 @@ class Auditor:
         decision = self.policy.decide(user, info)
         if decision.level == NONE:
             return None
-        record = AuditRecord(request.audit_id, decision, self._emit, self.now, request, info,
-                             user, request.received)
-        request.audit = record
+        record = request.audit = AuditRecord(request, decision, info, user)
         return record
+
+    def _stage(self, record, stage, code=None):
+        """Emit the event of C{stage} unless the policy leaves it out."""
+        if stage not in record.decision.omit_stages:
+            self._emit(record.event(stage, code, self.now()))
 
     def authenticated(self, request, info, user):
         """Decide the level for the authenticated user; emit C{RequestReceived}."""
@@ -98,7 +101,7 @@ class Auditor:
             return
         record = self._record(request, info, user)
         if record is not None and RECEIVED not in record.decision.omit_stages:
-            record.stage(RECEIVED)
+            self._emit(record.event(RECEIVED, None, self.now()))
 
     def authentication_failed(self, request, info, status):
         """A 401: one C{ResponseStarted} event with the status, and no other, as upstream."""
@@ -108,7 +111,7 @@ class Auditor:
         if record is not None:
             record.status = status
             record.finished = True
-            record.stage(STARTED, status["code"])
+            self._stage(record, STARTED, status["code"])
 
     def impersonated(self, request, user):
         record = request.audit
@@ -119,14 +122,16 @@ class Auditor:
         """A watch or stream is about to answer: C{ResponseStarted}."""
         record = request.audit
         if record is not None:
-            record.stage(STARTED, request.code)
+            self._stage(record, STARTED, request.code)
 
     def finished(self, request, panicked=False):
         """The answer is complete: C{ResponseComplete}, or C{Panic} after a bug."""
         record = request.audit
         if record is not None and not record.finished:
             record.finished = True
-            record.stage(PANIC if panicked else COMPLETE, request.code)
+            stage = PANIC if panicked else COMPLETE
+            if stage not in record.decision.omit_stages:
+                self._emit(record.event(stage, request.code, self.now()))
 
 
 def load_policy(path):

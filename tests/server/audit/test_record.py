@@ -12,9 +12,10 @@ from orchd.auth.interfaces import Decision
 from orchd.auth.user import UserInfo
 from orchd.server.audit.interfaces import IAuditSink
 from orchd.server.audit.memory import MemorySink
-from orchd.server.audit.record import Body, encode_event, micro_time
+from orchd.server.audit.record import Body, encode_event
 from orchd.server import site
 from orchd.server.filters.limits import InflightLimiter
+from orchd.timing.seconds import micro_time
 from tests.server.test_watch import Stream
 from tests.support import ALICE, APIHarness
 
@@ -93,6 +94,21 @@ class EventTests(SynchronousTestCase):
         self.assertNotIn("responseObject", complete)
         self.assertEqual(complete["requestReceivedTimestamp"], micro_time(api.clock.seconds()))
         orjson.loads(encode_event(complete))
+
+    def test_source_ips(self):
+        """X-Real-Ip counts without X-Forwarded-For; the peer comes last, once; bad values are left out."""
+        api = self.harness({"level": "Metadata", "omitStages": ["RequestReceived"]})
+        api.call("GET", CM, headers={b"x-real-ip": [b"10.1.1.1"]})
+        api.call("GET", CM, headers={b"X-Forwarded-For": [b"10.2.2.2", b"10.3.3.3, junk"],
+                                     b"X-Real-Ip": [b"10.2.2.2"]})
+        api.call("GET", CM)
+        first, second, third = (event["sourceIPs"] for event in self.events())
+        self.assertEqual(first[0], "10.1.1.1")
+        self.assertEqual(second[:2], ["10.2.2.2", "10.3.3.3"])
+        self.assertEqual(len(first), 2)
+        self.assertEqual(len(second), 3)
+        self.assertEqual(third, first[1:])
+        self.assertNotIn("userAgent", third)
 
     def test_get_object_ref(self):
         """A get of a grouped resource names group, version, namespace and name."""
@@ -297,11 +313,6 @@ class _ListInfo:
 
 
 class PiecesTests(SynchronousTestCase):
-    def test_micro_time(self):
-        """MicroTime has six digits of fraction and a Z."""
-        self.assertEqual(micro_time(1617954608.137166), "2021-04-09T07:50:08.137166Z")
-        self.assertEqual(micro_time(1617954608.0), "2021-04-09T07:50:08.000000Z")
-
     def test_body_decoding(self):
         """JSON and YAML bodies decode; others, and broken ones, are left out."""
         self.assertEqual(Body(b'{"a": 1}', b"application/json; charset=utf-8").decode(), {"a": 1})
