@@ -96,7 +96,7 @@ class EventTests(SynchronousTestCase):
         orjson.loads(encode_event(complete))
 
     def test_source_ips(self):
-        """X-Real-Ip counts without X-Forwarded-For; the peer comes last, once; bad values are left out."""
+        """X-Real-Ip counts without X-Forwarded-For; the peer comes last, once; junk is left out."""
         api = self.harness({"level": "Metadata", "omitStages": ["RequestReceived"]})
         api.call("GET", CM, headers={b"x-real-ip": [b"10.1.1.1"]})
         api.call("GET", CM, headers={b"X-Forwarded-For": [b"10.2.2.2", b"10.3.3.3, junk"],
