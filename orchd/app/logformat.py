@@ -35,7 +35,7 @@ from twisted.python.logfile import LogFile
 from twisted.python.threadable import isInIOThread
 from zope.interface import implementer
 
-from orchd.timing.seconds import SecondText
+from orchd.timing.seconds import second_text
 
 _PLAIN = (str, int, float, bool, type(None))
 #: Seconds a line logged on the reactor's thread may wait for the lines after it.
@@ -156,7 +156,7 @@ class LogWriter:
 
 
 #: The time text of a line's second (local time, as twistd writes it).
-_line_time = SecondText(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S%z",
+_line_time = second_text(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S%z",
                                                      time.localtime(second)))
 
 

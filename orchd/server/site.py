@@ -42,7 +42,7 @@ from orchd.server.requestinfo import parse_request_info
 from orchd.server.requestlog import log_request
 from orchd.server.settings import ServerSettings
 from orchd.storage.interfaces import StoreUnavailableError
-from orchd.timing.seconds import SecondText
+from orchd.timing.seconds import second_text
 
 _NOT_FOUND = "the server could not find the requested resource"
 
@@ -86,7 +86,7 @@ class APIRequest(BoundedRequest):
 
 
 #: The C{Date} header's text of a second.
-_http_date = SecondText(datetimeToString)
+_http_date = second_text(datetimeToString)
 
 
 class APISite(BoundedSite):

@@ -22,7 +22,7 @@ from orchd.server.requestlimits import (
     MAX_BODY, MAX_HEADERS, MAX_QUERY_PARAMS, RequestLimits, pending_bound,
 )
 from orchd.server.site import APISite
-from orchd.timing.seconds import SecondText
+from orchd.timing.seconds import second_text
 from tests.support import APIHarness
 
 
@@ -233,7 +233,7 @@ class LineEndTests(ChannelCase):
 class HeaderTests(ChannelCase):
     def test_date_without_server(self):
         """An answer has the Date of its second, written once a second, and no Server header."""
-        self.patch(site_module, "_http_date", SecondText(datetimeToString))
+        self.patch(site_module, "_http_date", second_text(datetimeToString))
         channel, transport = self.open()
         before = int(time.time())
         channel.dataReceived(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -247,7 +247,7 @@ class HeaderTests(ChannelCase):
 
     def test_date_follows_the_clock(self):
         """The Date text changes with the second, only then."""
-        date = SecondText(datetimeToString)
+        date = second_text(datetimeToString)
         self.assertEqual(date(0.2), b"Thu, 01 Jan 1970 00:00:00 GMT")
         self.assertEqual(date(0.9), b"Thu, 01 Jan 1970 00:00:00 GMT")
         self.assertEqual(date(61.0), b"Thu, 01 Jan 1970 00:01:01 GMT")

@@ -2,16 +2,16 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.timing.seconds import SecondText, micro_time
+from orchd.timing.seconds import micro_time, second_text
 
 
 class SecondTextTests(SynchronousTestCase):
     def test_rendered_once_a_second(self):
         """Times within one second share one rendering; the next second renders again."""
         rendered = []
-        text = SecondText(lambda second: rendered.append(second) or f"s{second}")
-        self.assertEqual([text(10.0), text(10.5), text(10.99), text(11.2)],
-                         ["s10", "s10", "s10", "s11"])
+        text = second_text(lambda second: rendered.append(second) or f"s{second:.0f}")
+        self.assertEqual([text(10.0), text(10.5), text(10.99), text(11.2), text(11)],
+                         ["s10", "s10", "s10", "s11", "s11"])
         self.assertEqual(rendered, [10, 11])
 
 
