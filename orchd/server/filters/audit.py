@@ -91,7 +91,10 @@ class Auditor:
         return record
 
     def _stage(self, record, stage, code=None):
-        """Emit the event of C{stage} unless the policy leaves it out."""
+        """
+        Emit the event of C{stage} unless the policy leaves it out (inline in
+        L{authenticated} and L{finished}, which every audited request passes).
+        """
         if stage not in record.decision.omit_stages:
             self._emit(record.event(stage, code, self.now()))
 
