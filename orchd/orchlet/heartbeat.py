@@ -19,7 +19,6 @@ them in its old generation.
 """
 
 import collections
-import datetime
 import random
 
 import orjson
@@ -27,6 +26,7 @@ from twisted.internet.defer import Deferred, DeferredLock
 from twisted.logger import Logger
 
 from orchd.auth.authz.node import NODE_LEASE_NAMESPACE
+from orchd.timing.seconds import micro_time
 from orchd.timing.timers import shared_timers
 
 LEASE_DURATION = 40
@@ -54,12 +54,6 @@ class Backoff:
 
     def reset(self):
         self._next = self.start
-
-
-def micro_time(seconds):
-    """A MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Repeater:

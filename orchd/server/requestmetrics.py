@@ -126,7 +126,7 @@ def _labels(request, info, kind):
     """The label values of C{apiserver_request_total} but C{code}, as a tuple."""
     scope = scope_label(info)
     verb = verb_label(request, info, scope)
-    dry_run = dry_run_label(request.args) if request.args else ""
+    dry_run = dry_run_label(request.args)
     if kind is None:
         return (verb, dry_run, "", "", "", "", scope, COMPONENT)
     subresource = info.subresource if info.subresource in kind.subresources else ""

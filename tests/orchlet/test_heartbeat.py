@@ -6,7 +6,8 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.orchlet.heartbeat import LEASES, Backoff, LeaseRenewer, micro_time
+from orchd.orchlet.heartbeat import LEASES, Backoff, LeaseRenewer
+from orchd.timing.seconds import micro_time
 from tests.orchlet.fakes import FakeAPI
 
 NODE = {"metadata": {"name": "n1", "uid": "u-1"}}
