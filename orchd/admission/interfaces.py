@@ -22,13 +22,15 @@ class AdmissionAttributes:
     @ivar warn: a callable taking a text for the response's C{Warning} headers.
     @ivar audit_annotation: a callable C{(key, value)} annotating the
         request's audit event; use L{add_audit_annotation}.
+    @ivar webhook_time: a callable taking the seconds spent calling admission
+        webhooks, which the request's SLI latency leaves out.
     """
 
     __slots__ = ("operation", "info", "namespace", "name", "subresource", "obj", "old",
-                 "user", "dry_run", "warn", "audit_annotation")
+                 "user", "dry_run", "warn", "audit_annotation", "webhook_time")
 
     def __init__(self, operation, info, namespace, name, obj, old, user, subresource="",
-                 dry_run=False, warn=None, audit_annotation=None):
+                 dry_run=False, warn=None, audit_annotation=None, webhook_time=None):
         self.operation = operation
         self.info = info
         self.namespace = namespace
@@ -40,6 +42,17 @@ class AdmissionAttributes:
         self.dry_run = dry_run
         self.warn = warn if warn is not None else _no_warning
         self.audit_annotation = audit_annotation
+        self.webhook_time = webhook_time if webhook_time is not None else _not_timed
+
+    @classmethod
+    def of_request(cls, ctx, operation, info, name, obj, old, subresource=""):
+        """
+        The attributes of a write made in C{ctx}, an
+        L{orchd.registry.context.RequestContext}: its namespace, user and dry
+        run, and where its warnings, audit annotations and webhook time go.
+        """
+        return cls(operation, info, ctx.namespace, name, obj, old, ctx.user, subresource,
+                   ctx.dry_run, ctx.warn, ctx.add_audit_annotation, ctx.add_webhook_time)
 
     def add_audit_annotation(self, key, value):
         """
@@ -53,6 +66,10 @@ class AdmissionAttributes:
 
 
 def _no_warning(text):
+    pass
+
+
+def _not_timed(seconds):
     pass
 
 

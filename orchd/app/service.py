@@ -263,7 +263,7 @@ class ControlPlane(MultiService):
             config.audiences, reactor))
         metrics = self.metrics
         x509 = X509Authenticator(
-            reactor, observe_expiry=metrics.observe_certificate if metrics else None)
+            reactor, observe_lifetime=metrics.observe_certificate_lifetime if metrics else None)
         authenticator = UnionAuthenticator(
             [x509, BearerAuthenticator(self.tokens)],
             anonymous=config.anonymous_auth)

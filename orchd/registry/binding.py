@@ -120,9 +120,8 @@ class PodBinder:
         if errors:
             raise StatusError.invalid("Binding", "", name, errors)
         pods = self._pods
-        attributes = AdmissionAttributes(CREATE, pods.info, ctx.namespace, name, binding, None,
-                                         ctx.user, subresource="binding", dry_run=ctx.dry_run,
-                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
+        attributes = AdmissionAttributes.of_request(ctx, CREATE, pods.info, name, binding, None,
+                                                    "binding")
         await pods.admission.admit(attributes)
         await pods.admission.validate(attributes)
         node = target["name"]

@@ -131,9 +131,8 @@ class PodEviction:
                 "the request")
         options = self._delete_options(ctx, eviction.get("deleteOptions"))
         pods = self._pods
-        attributes = AdmissionAttributes(CREATE, pods.info, ctx.namespace, name, eviction, None,
-                                         ctx.user, subresource="eviction", dry_run=ctx.dry_run,
-                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
+        attributes = AdmissionAttributes.of_request(ctx, CREATE, pods.info, name, eviction, None,
+                                                    "eviction")
         await pods.admission.admit(attributes)
         await pods.admission.validate(attributes)
         pod = await self._delete_if_undisrupting(ctx, name, options)
@@ -250,7 +249,7 @@ class PodEviction:
         cache = budgets.cache
         suggestion = cache.get(budgets.info.key(ctx.namespace, name)) if cache else None
         write_ctx = RequestContext(ctx.user, ctx.namespace, dry_run=ctx.dry_run,
-                                   audit=ctx.audit)
+                                   audit=ctx.audit, timing=ctx.timing)
         try:
             await budgets.rewrite(write_ctx, name, take, suggestion=suggestion)
         except StatusError as e:

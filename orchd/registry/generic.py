@@ -109,9 +109,7 @@ class ResourceStore(ResourceReads):
             meta["name"] = metadata.generate_name(meta["generateName"], self._random)
             generated = True
         name = meta.get("name", "")
-        attributes = AdmissionAttributes(CREATE, info, ctx.namespace, name, obj, None, ctx.user,
-                                         dry_run=ctx.dry_run, warn=ctx.warn,
-                                         audit_annotation=ctx.add_audit_annotation)
+        attributes = AdmissionAttributes.of_request(ctx, CREATE, info, name, obj, None)
         await self.admission.admit(attributes)
         if info.has_status and not self.strategy.keep_status_on_create:
             obj.pop("status", None)
@@ -328,9 +326,8 @@ class ResourceStore(ResourceReads):
             raise self._invalid(name, [FieldError.forbidden(
                 "metadata.finalizers",
                 "no new finalizers can be added if the object is being deleted")])
-        attributes = AdmissionAttributes(UPDATE, info, ctx.namespace, name, obj, old, ctx.user,
-                                         subresource=subresource, dry_run=ctx.dry_run,
-                                         warn=ctx.warn, audit_annotation=ctx.add_audit_annotation)
+        attributes = AdmissionAttributes.of_request(ctx, UPDATE, info, name, obj, old,
+                                                    subresource)
         await self.admission.admit(attributes)
         if not subresource:
             # A subresource write was already shaped by subresource_update.
@@ -416,9 +413,7 @@ class ResourceStore(ResourceReads):
                 raise self._not_found(name)
             obj = self.decode(kv)
             self._check_preconditions(obj, kv, options)
-            attributes = AdmissionAttributes(DELETE, self.info, ctx.namespace, name, None, obj,
-                                             ctx.user, dry_run=ctx.dry_run,
-                                             audit_annotation=ctx.add_audit_annotation)
+            attributes = AdmissionAttributes.of_request(ctx, DELETE, self.info, name, None, obj)
             await self.admission.validate(attributes)
             meta = obj["metadata"]
             requested = options.grace_period_seconds if options else None

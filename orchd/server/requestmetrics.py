@@ -19,11 +19,11 @@ group, version and resource), so no client can mint new series.
 """
 
 import time
+from bisect import bisect_left
 
 from twisted.logger import Logger
 
 from orchd.api.metrics import STABLE, Registry, exponential_buckets
-from orchd.api.requestlatency import RequestTiming, begin
 from orchd.server.filters.limits import LONG_RUNNING_SUBRESOURCES
 from orchd.server.healthmetrics import HealthMetrics
 from orchd.server.processmetrics import register_process_metrics
@@ -134,6 +134,30 @@ def _labels(request, info, kind):
             COMPONENT)
 
 
+class RequestTiming:
+    """
+    One request's timing as the metrics read it.
+
+    Every request makes one (L{APIServerMetrics.begin}), so only C{start} is
+    set at first, without an C{__init__} to call; the rest starts as the
+    class's default. The server hands it to the registry in
+    the request's context (L{orchd.registry.context.RequestContext.timing}),
+    where admission webhooks add the time they took to C{excluded}.
+
+    @ivar start: the timer's reading when the request arrived.
+    @ivar excluded: seconds spent in admission webhooks, left out of the SLI
+        (upstream's latency tracker), so that a slow webhook does not burn
+        the API server's SLO.
+    @ivar key: the request's metric labels, once known.
+    @ivar series: the L{_Series} they count into.
+    @ivar longrunning: whether it is counted when it ends (a watch, a stream).
+    """
+
+    start = excluded = 0.0
+    key = series = None
+    longrunning = False
+
+
 class _Series:
     """
     The children one label set counts into: C{apiserver_request_total} per
@@ -160,16 +184,14 @@ class APIServerMetrics:
 
     @param registry: the L{Registry} the families go into (a new one if None).
     @param timer: seconds, for latencies (C{time.perf_counter}).
-    @param wall: seconds since the epoch, for certificate lifetimes.
     @ivar registry: what C{/metrics} exposes.
     """
 
     log = Logger()
 
-    def __init__(self, registry=None, timer=time.perf_counter, wall=time.time):
+    def __init__(self, registry=None, timer=time.perf_counter):
         self.registry = registry = registry if registry is not None else Registry()
         self.timer = timer
-        self._wall = wall
         self.requests = registry.counter(
             "apiserver_request_total",
             "Counter of apiserver requests broken out for each verb, dry run value, group, "
@@ -202,7 +224,9 @@ class APIServerMetrics:
             "apiserver_client_certificate_expiration_seconds",
             "Distribution of the remaining lifetime on the certificate used to authenticate "
             "a request.", (), CERT_EXPIRY_BUCKETS)
-        self._cert_expiry = self.cert_expiry.labels()
+        #: C{observe_certificate_lifetime(seconds)}: a request was authenticated
+        #: by a client certificate with C{seconds} of its lifetime left.
+        self.observe_certificate_lifetime = self.cert_expiry.labels().observe
         self.storage_latency = registry.histogram(
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
@@ -263,9 +287,9 @@ class APIServerMetrics:
     # -- the per-request hook -------------------------------------------------
 
     def begin(self):
-        """A request arrived: its L{RequestTiming}, current in the calling coroutine."""
-        timing = RequestTiming(self.timer())
-        begin(timing)
+        """A request arrived: its L{RequestTiming}."""
+        timing = RequestTiming()
+        timing.start = self.timer()
         return timing
 
     def classify(self, timing, request, info, kind):
@@ -331,8 +355,16 @@ class APIServerMetrics:
             if counter is None:
                 counter = series.codes[code] = self.requests.labels(*series.key, str(code))
             counter.value += 1
-            series.latency.observe(elapsed)
-            series.sli.observe(max(elapsed - timing.excluded, 0.0))
+            # The two histogram children's observe, inline: every request comes here.
+            latency = series.latency
+            latency.counts[bisect_left(latency.bounds, elapsed)] += 1
+            latency.sum += elapsed
+            elapsed -= timing.excluded
+            if elapsed < 0.0:
+                elapsed = 0.0
+            sli = series.sli
+            sli.counts[bisect_left(sli.bounds, elapsed)] += 1
+            sli.sum += elapsed
         except Exception:
             self.log.failure("Counting a request failed")
 
@@ -341,7 +373,3 @@ class APIServerMetrics:
     def watch_counter(self, kind):
         """The C{apiserver_watch_events_total} child of C{kind}, to count a watch's frames."""
         return self.watch_events.labels(kind.group, kind.version, kind.kind)
-
-    def observe_certificate(self, not_after):
-        """A request authenticated by a client certificate valid until C{not_after}."""
-        self._cert_expiry.observe(not_after - self._wall())

@@ -57,7 +57,11 @@ class APIRequest(BoundedRequest):
     @ivar api_info: its L{orchd.server.requestinfo.RequestInfo}, once parsed.
     @ivar api_user: the user it was authenticated as, once known.
     @ivar received: when it came (wall clock).
+    @ivar timing: its L{orchd.server.requestmetrics.RequestTiming} when
+        requests are counted.
     """
+
+    timing = None
 
     def requestReceived(self, command, path, version):
         if not self.channel.query_within_limit(path):
@@ -147,7 +151,7 @@ class APIServer(Resource):
     def render(self, request):
         self.auditor.begin(request)
         metrics = self.metrics
-        timing = metrics.begin() if metrics is not None else None
+        timing = request.timing = metrics.begin() if metrics is not None else None
         Deferred.fromCoroutine(self._serve(request, timing)).addBoth(
             self._settle, request, timing)
         return NOT_DONE_YET
@@ -253,8 +257,8 @@ class APIServer(Resource):
                                                          kind.resource, kind.group)
                 namespace = info.namespace if kind.namespaced else ""
                 await self.streams.serve(request, info, connector,
-                                         RequestContext(user, namespace,
-                                                        audit=request.audit))
+                                         RequestContext(user, namespace, audit=request.audit,
+                                                        timing=request.timing))
                 return
             if connector is not None:
                 kind, provider = connector.info, connector

@@ -103,19 +103,20 @@ class X509Tests(SynchronousTestCase):
         self.assertEqual(X509Authenticator(clock).authenticate(request).name, "bob")
 
     def test_certificate_lifetime_observed_per_request(self):
-        """Each authenticated request reports the certificate's end, read once per connection."""
+        """Each authenticated request reports the certificate's remaining lifetime."""
         clock = Clock()
         clock.advance(x509.load_pem_x509_certificate(
             self.issue("x", [])).not_valid_before_utc.timestamp() + 10)
         pem = self.issue("bob", [])
         request = FakeRequest(pem)
         seen = []
-        authenticator = X509Authenticator(clock, observe_expiry=seen.append)
+        authenticator = X509Authenticator(clock, observe_lifetime=seen.append)
         authenticator.authenticate(request)
         request.transport.peer = None            # a second request reads the channel's cache
+        clock.advance(5)
         authenticator.authenticate(request)
-        end = x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp()
-        self.assertEqual(seen, [end, end])
+        left = x509.load_pem_x509_certificate(pem).not_valid_after_utc.timestamp() - clock.seconds()
+        self.assertEqual(seen, [left + 5, left])
         self.assertIsNone(X509Authenticator(clock, seen.append).authenticate(FakeRequest(None)))
         self.assertEqual(len(seen), 2)
 

@@ -39,7 +39,6 @@ from orchd.admission.webhook.review import (
 from orchd.api.errors import StatusError
 from orchd.api.kinds import ADMISSION, key_prefix_of
 from orchd.api.patch import apply_json_patch
-from orchd.api.requestlatency import add_webhook_time
 from orchd.storage.informer import Informer
 from orchd.storage.interfaces import ADDED, DELETED
 
@@ -174,7 +173,7 @@ class WebhookAdmission(Service):
         try:
             await self._mutate_each(attributes)
         finally:
-            add_webhook_time(perf_counter() - started)
+            attributes.webhook_time(perf_counter() - started)
 
     async def _mutate_each(self, attributes):
         changes = 0
@@ -202,7 +201,7 @@ class WebhookAdmission(Service):
         try:
             await self._validate_each(attributes, mutating)
         finally:
-            add_webhook_time(perf_counter() - started)
+            attributes.webhook_time(perf_counter() - started)
 
     async def _validate_each(self, attributes, mutating):
         for hook in mutating:

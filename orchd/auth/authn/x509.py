@@ -38,11 +38,11 @@ def certificate_identity(certificate):
 class X509Authenticator:
     """Authenticates by the verified client certificate of the TLS connection."""
 
-    def __init__(self, clock, observe_expiry=None):
+    def __init__(self, clock, observe_lifetime=None):
         self._clock = clock
-        #: C{observe_expiry(not_after)} per authenticated request: the
-        #: certificate's lifetime, read once per connection, for the metrics.
-        self._observe_expiry = observe_expiry
+        #: C{observe_lifetime(seconds)} per authenticated request: the
+        #: certificate's remaining lifetime, for the metrics.
+        self._observe_lifetime = observe_lifetime
 
     def authenticate(self, request):
         channel = request.channel
@@ -53,12 +53,11 @@ class X509Authenticator:
         user, not_after = cached
         if user is None:
             return None
-        if self._clock.seconds() > not_after:
+        left = not_after - self._clock.seconds()
+        if left < 0 or not user.name:
             raise StatusError.unauthorized()
-        if not user.name:
-            raise StatusError.unauthorized()
-        if self._observe_expiry is not None:
-            self._observe_expiry(not_after)
+        if self._observe_lifetime is not None:
+            self._observe_lifetime(left)
         return user
 
 

@@ -57,7 +57,8 @@ class RequestScope:
         #: The apiVersion the body spelled, when not the canonical one.
         self.body_spelling = None
         self.ctx = RequestContext(user, info.namespace if kind.namespaced else "",
-                                  audit=getattr(request, "audit", None))
+                                  audit=getattr(request, "audit", None),
+                                  timing=getattr(request, "timing", None))
         if kind.deprecation:
             # A deprecated custom resource version: every request to it says so.
             self.ctx.warn(kind.deprecation)
