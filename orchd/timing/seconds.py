@@ -7,11 +7,12 @@ import time
 def second_text(render):
     """
     A function of a time giving C{render(second)} of the second it falls
-    in, made again only when the second changes: a log line, a response's
-    C{Date} header and an audit event's timestamps each format the time of
-    nearly every request, and formatting it (C{strftime}) costs more than
-    the rest of the line. A closure rather than an object with C{__call__}:
-    calling it costs half as much, and it is called per request.
+    in, made again only when the second changes: a log line and a
+    response's C{Date} header each format the time of nearly every request
+    (so do an audit event's timestamps, L{micro_time}), and formatting it
+    (C{strftime}) costs more than the rest of the line. A closure rather
+    than an object with C{__call__}: calling it costs half as much, and it
+    is called per request.
 
     @param render: C{(whole seconds since the epoch, a float) -> text}.
     """
@@ -27,21 +28,24 @@ def second_text(render):
     return text_of
 
 
-#: The text of each number below a thousand, three digits wide, by its float.
-_DIGITS = {float(n): f"{n:03d}" for n in range(1000)}
-_utc_second = second_text(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
+#: The text of each number below a thousand, three digits wide.
+_DIGITS = tuple(f"{n:03d}" for n in range(1000))
+#: [second, its text]: MicroTime's own L{second_text}, inline (see there).
+_micro_second = [None, ""]
 
 
 def micro_time(seconds):
     """
     A metav1 MicroTime: C{2021-04-09T07:50:08.137166Z} (UTC, six digits,
-    rounded to the nearest microsecond). Every audit event has two: the
-    second's text is made once a second and the digits are read from a
-    table, in float arithmetic throughout (C{int}, C{round} and number
-    formatting each cost more than the rest).
+    rounded to the nearest microsecond). Every audit event has two, so the
+    second's text is made once a second, as L{second_text} does but without
+    a call of its own, and the digits are read from a table, in integers (a
+    float's C{%} and C{//} run C{fmod}, whose loop costs more than the rest;
+    formatting numbers costs more still).
     """
-    micros = seconds * 1e6 + 0.5
-    micros -= micros % 1.0
-    second = micros // 1e6
-    micro = micros - second * 1e6
-    return f"{_utc_second(second)}{_DIGITS[micro // 1000.0]}{_DIGITS[micro % 1000.0]}Z"
+    second, micro = divmod(int(seconds * 1e6 + 0.5), 1000000)
+    last = _micro_second
+    if second != last[0]:
+        last[1] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+        last[0] = second
+    return f"{last[1]}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"

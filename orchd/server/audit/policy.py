@@ -133,15 +133,16 @@ class Policy:
     def __init__(self, rules):
         self.rules = tuple(rules)
         #: The decision of a first rule that matches every request (a
-        #: common policy's last and only rule), so that no rule is walked.
-        self._always = None
+        #: common policy's last and only rule), else None: the server reads
+        #: it before calling L{decide}, so that no rule is walked.
+        self.always = None
         if self.rules and self.rules[0].matches_everything:
-            self._always = self.rules[0].decision
+            self.always = self.rules[0].decision
 
     def decide(self, user, info):
         """The L{Decision} of the first rule matching the request, else L{NOT_AUDITED}."""
-        if self._always is not None:
-            return self._always
+        if self.always is not None:
+            return self.always
         for rule in self.rules:
             if rule.matches(user, info):
                 return rule.decision

@@ -84,19 +84,21 @@ class Auditor:
         request.setHeader(_HEADER, raw)
 
     def _record(self, request, info, user):
-        decision = self.policy.decide(user, info)
+        decision = self.policy.always or self.policy.decide(user, info)
         if decision.level == NONE:
             return None
-        record = request.audit = AuditRecord(request, decision, info, user)
+        record = request.audit = AuditRecord(decision)
+        if decision.bodies and info.is_resource_request:
+            record.keep_bodies(request, info)
         return record
 
-    def _stage(self, record, stage, code=None):
+    def _stage(self, request, record, stage, code=None):
         """
         Emit the event of C{stage} unless the policy leaves it out (inline in
         L{authenticated} and L{finished}, which every audited request passes).
         """
         if stage not in record.decision.omit_stages:
-            self._emit(record.event(stage, code, self.now()))
+            self._emit(record.event(request, stage, code, self.now()))
 
     def authenticated(self, request, info, user):
         """Decide the level for the authenticated user; emit C{RequestReceived}."""
@@ -104,7 +106,7 @@ class Auditor:
             return
         record = self._record(request, info, user)
         if record is not None and RECEIVED not in record.decision.omit_stages:
-            self._emit(record.event(RECEIVED, None, self.now()))
+            self._emit(record.event(request, RECEIVED, None, self.now()))
 
     def authentication_failed(self, request, info, status):
         """A 401: one C{ResponseStarted} event with the status, and no other, as upstream."""
@@ -114,7 +116,7 @@ class Auditor:
         if record is not None:
             record.status = status
             record.finished = True
-            self._stage(record, STARTED, status["code"])
+            self._stage(request, record, STARTED, status["code"])
 
     def impersonated(self, request, user):
         record = request.audit
@@ -125,7 +127,7 @@ class Auditor:
         """A watch or stream is about to answer: C{ResponseStarted}."""
         record = request.audit
         if record is not None:
-            self._stage(record, STARTED, request.code)
+            self._stage(request, record, STARTED, request.code)
 
     def finished(self, request, panicked=False):
         """The answer is complete: C{ResponseComplete}, or C{Panic} after a bug."""
@@ -134,7 +136,7 @@ class Auditor:
             record.finished = True
             stage = PANIC if panicked else COMPLETE
             if stage not in record.decision.omit_stages:
-                self._emit(record.event(stage, request.code, self.now()))
+                self._emit(record.event(request, stage, request.code, self.now()))
 
 
 def load_policy(path):

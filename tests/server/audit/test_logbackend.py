@@ -5,7 +5,7 @@ import os
 
 import orjson
 from twisted.internet import reactor
-from twisted.internet.task import Clock
+from twisted.internet.task import Clock, deferLater
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
@@ -146,6 +146,36 @@ class BackendTests(TestCase):
                          [f"id-{n}" for n in range(2000)])
         self.assertEqual(orjson.loads(lines[0])["requestObject"], {"a": 1})
         self.assertEqual(backend.dropped, 0)
+
+    async def test_order_kept_across_hand_overs(self):
+        """Lines and events with bodies (encoded by the writer) reach the file in order."""
+        backend, path = self.backend()
+        backend.startService()
+        for n in range(200):
+            if n % 7 == 3:
+                backend.write(event(n, requestObject=Body(b'{"n": %d}' % n, b"application/json")))
+            else:
+                backend.write(event(n))
+        await backend.stopService()
+        with open(path, "rb") as f:
+            lines = [orjson.loads(line) for line in f]
+        self.assertEqual([line["auditID"] for line in lines], [f"id-{n}" for n in range(200)])
+        self.assertEqual(lines[3]["requestObject"], {"n": 3})
+
+    async def test_written_while_running(self):
+        """What gathers is handed to the writer within the flush interval, not only at the stop."""
+        self.patch(logbackend, "FLUSH_INTERVAL", 0.01)
+        backend, path = self.backend()
+        backend.startService()
+        self.addCleanup(backend.stopService)
+        backend.write(event(1))
+        for _ in range(200):
+            await deferLater(reactor, 0.01)
+            with open(path, "rb") as f:
+                if f.read():
+                    break
+        with open(path, "rb") as f:
+            self.assertEqual(orjson.loads(f.read())["auditID"], "id-1")
 
     async def test_event_read_when_written(self):
         """An event without bodies is read when written: later changes to its dict are not logged."""
