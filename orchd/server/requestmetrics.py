@@ -140,9 +140,9 @@ class RequestTiming:
 
     Every request makes one (L{APIServerMetrics.begin}), so only C{start} is
     set at first, without an C{__init__} to call; the rest starts as the
-    class's default. The server hands it to the registry in
-    the request's context (L{orchd.registry.context.RequestContext.timing}),
-    where admission webhooks add the time they took to C{excluded}.
+    class's default. The server hands it to the registry in the request's
+    context (L{orchd.registry.context.RequestContext.timing}), where
+    admission webhooks add the time they took to C{excluded}.
 
     @ivar start: the timer's reading when the request arrived.
     @ivar excluded: seconds spent in admission webhooks, left out of the SLI

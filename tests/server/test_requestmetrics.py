@@ -141,6 +141,7 @@ class VerbLabelTests(SynchronousTestCase):
         outside = AdmissionAttributes(attributes.operation, attributes.info, "default", "x",
                                       {}, None, ALICE)
         outside.webhook_time(5.0)
+        self.assertEqual((sli.count, sli.sum), (1, 1.0))
 
     def test_watch_is_longrunning_and_counts_events(self):
         """An open watch is a long-running WATCH; each event sent counts by kind."""
