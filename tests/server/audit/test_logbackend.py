@@ -169,7 +169,7 @@ class BackendTests(TestCase):
         backend.startService()
         self.addCleanup(backend.stopService)
         backend.write(event(1))
-        for _ in range(200):
+        for _ in range(1000):       # up to ten seconds on a busy machine
             await deferLater(reactor, 0.01)
             with open(path, "rb") as f:
                 if f.read():
