@@ -19,7 +19,6 @@ group, version and resource), so no client can mint new series.
 """
 
 import time
-from bisect import bisect_left
 
 from twisted.logger import Logger
 
@@ -355,16 +354,8 @@ class APIServerMetrics:
             if counter is None:
                 counter = series.codes[code] = self.requests.labels(*series.key, str(code))
             counter.value += 1
-            # The two histogram children's observe, inline: every request comes here.
-            latency = series.latency
-            latency.counts[bisect_left(latency.bounds, elapsed)] += 1
-            latency.sum += elapsed
-            elapsed -= timing.excluded
-            if elapsed < 0.0:
-                elapsed = 0.0
-            sli = series.sli
-            sli.counts[bisect_left(sli.bounds, elapsed)] += 1
-            sli.sum += elapsed
+            series.latency.observe(elapsed)
+            series.sli.observe(max(elapsed - timing.excluded, 0.0))
         except Exception:
             self.log.failure("Counting a request failed")
 

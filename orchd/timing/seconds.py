@@ -14,13 +14,14 @@ def second_text(render):
     than an object with C{__call__}: calling it costs half as much, and it
     is called per request.
 
-    @param render: C{(whole seconds since the epoch, a float) -> text}.
+    @param render: C{(whole seconds since the epoch, an int) -> text}.
     """
     last = text = None
 
     def text_of(when):
         nonlocal last, text
-        second = when // 1
+        # int(), not // 1: a float's // runs fmod, whose loop costs more than the rest.
+        second = int(when)
         if second != last:
             text = render(second)
             last = second
@@ -30,22 +31,16 @@ def second_text(render):
 
 #: The text of each number below a thousand, three digits wide.
 _DIGITS = tuple(f"{n:03d}" for n in range(1000))
-#: [second, its text]: MicroTime's own L{second_text}, inline (see there).
-_micro_second = [None, ""]
+_utc_second = second_text(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
 
 
 def micro_time(seconds):
     """
     A metav1 MicroTime: C{2021-04-09T07:50:08.137166Z} (UTC, six digits,
     rounded to the nearest microsecond). Every audit event has two, so the
-    second's text is made once a second, as L{second_text} does but without
-    a call of its own, and the digits are read from a table, in integers (a
-    float's C{%} and C{//} run C{fmod}, whose loop costs more than the rest;
-    formatting numbers costs more still).
+    second's text is made once a second (L{second_text}) and the digits are
+    read from a table, in integers (a float's C{%} and C{//} run C{fmod},
+    whose loop costs more than the rest; formatting numbers costs more still).
     """
     second, micro = divmod(int(seconds * 1e6 + 0.5), 1000000)
-    last = _micro_second
-    if second != last[0]:
-        last[1] = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
-        last[0] = second
-    return f"{last[1]}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"
+    return f"{_utc_second(second)}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"

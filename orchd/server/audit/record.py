@@ -120,6 +120,9 @@ def source_ips(request, headers):
     forwarded = headers.get(b"X-Forwarded-For")
     real = headers.get(b"X-Real-Ip")
     peer = getattr(request.getClientAddress(), "host", None)
+    if forwarded is None and real is None:
+        # Nearly every request: no proxy in between.
+        return [peer] if peer else []
     ips = []
     for value in forwarded or ():
         for part in value.split(b","):
@@ -218,12 +221,6 @@ class AuditRecord:
         user = request.api_user
         # One dict of the headers: three lookups by name in twisted.web's cost more.
         headers = dict(request.requestHeaders.getAllRawHeaders())
-        if b"X-Forwarded-For" in headers or b"X-Real-Ip" in headers:
-            ips = source_ips(request, headers)
-        else:
-            # Nearly every request: no proxy in between.
-            peer = getattr(request.getClientAddress(), "host", None)
-            ips = [peer] if peer else []
         event = {
             "kind": "Event",
             "apiVersion": EVENT_API_VERSION,
@@ -233,7 +230,7 @@ class AuditRecord:
             "requestURI": request.uri.decode("latin-1"),
             "verb": info.verb,
             "user": user.shared_dict() if user is not None else {},
-            "sourceIPs": ips,
+            "sourceIPs": source_ips(request, headers),
         }
         if self.impersonated is not None:
             event["impersonatedUser"] = self.impersonated.shared_dict()

@@ -93,10 +93,7 @@ class Auditor:
         return record
 
     def _stage(self, request, record, stage, code=None):
-        """
-        Emit the event of C{stage} unless the policy leaves it out (inline in
-        L{authenticated} and L{finished}, which every audited request passes).
-        """
+        """Emit the event of C{stage} unless the policy leaves it out."""
         if stage not in record.decision.omit_stages:
             self._emit(record.event(request, stage, code, self.now()))
 
@@ -105,8 +102,8 @@ class Auditor:
         if self.policy is None:
             return
         record = self._record(request, info, user)
-        if record is not None and RECEIVED not in record.decision.omit_stages:
-            self._emit(record.event(request, RECEIVED, None, self.now()))
+        if record is not None:
+            self._stage(request, record, RECEIVED)
 
     def authentication_failed(self, request, info, status):
         """A 401: one C{ResponseStarted} event with the status, and no other, as upstream."""
@@ -134,9 +131,7 @@ class Auditor:
         record = request.audit
         if record is not None and not record.finished:
             record.finished = True
-            stage = PANIC if panicked else COMPLETE
-            if stage not in record.decision.omit_stages:
-                self._emit(record.event(request, stage, request.code, self.now()))
+            self._stage(request, record, PANIC if panicked else COMPLETE, request.code)
 
 
 def load_policy(path):
