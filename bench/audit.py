@@ -2,11 +2,13 @@
 The cost of observing: config map create and GET on two orchd servers, one
 counting metrics (the default) and auditing every request at Metadata level
 into a log file, the other with both off (--enable-metrics=false, no
-policy), alternated over the rounds. Both write the request log. The
-metrics case measures metrics alone.
+policy), alternated over the rounds, then loaded at the same moment over
+as many rounds again. Both write the request log. The metrics case
+measures metrics alone.
 """
 
 import os
+import statistics
 import sys
 
 from common import Orchd, compare_servers, create_get_rounds
@@ -58,16 +60,29 @@ def audit_cases(workdir, args, template, body_path, report):
                 raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
         results = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
                                     "audit")
+        at_once = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
+                                    "audit, loaded at once", at_once=True)
     finally:
         for orchd in servers.values():
             orchd.stop()
     summary = compare_servers(results, "metadata", "off")
+    # At once, each round's two runs saw the same machine: the median of the
+    # rounds' ratios is the figure.
+    side_by_side = compare_servers(at_once, "metadata", "off")
+    for verb in ("create", "get"):
+        rounds = summary[f"{verb}_at_once_rounds"] = side_by_side[f"{verb}_ratio_rounds"]
+        summary[f"{verb}_at_once_ratio"] = _median(rounds)
     # Every answered request of the auditing server is one ResponseComplete line
     # (the stop drains the writer's queue first).
     summary["audit_lines"] = audit_lines(places["metadata"])
-    summary["requests"] = sum(r["requests"] for verb in ("create", "get")
-                              for r in results[f"{verb}-metadata"])
+    summary["requests"] = sum(r["requests"] for runs in (results, at_once)
+                              for verb in ("create", "get") for r in runs[f"{verb}-metadata"])
     report["audit"] = summary
+
+
+def _median(ratios):
+    known = [r for r in ratios if r is not None]
+    return round(statistics.median(known), 3) if known else None
 
 
 def _ms(value):
@@ -95,5 +110,7 @@ def print_audit(report):
               f"{', '.join(_r(r) for r in rounds)}), CPU ratio {_r(a[f'{verb}_cpu_ratio'])}; "
               f"target >= 0.9"
               + (f"; errors {errors}" if errors else ""))
+        print(f"         loaded at once: ratio {_r(a[f'{verb}_at_once_ratio'])} (median of rounds "
+              f"{', '.join(_r(r) for r in a[f'{verb}_at_once_rounds'])})")
     print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
           f"requests (plus setup)")

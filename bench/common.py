@@ -4,6 +4,7 @@ the load generator, setup writes, and summaries of runs.
 """
 
 import base64
+import functools
 import http.client
 import json
 import os
@@ -315,28 +316,63 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def create_get_rounds(servers, args, collection, get_path, body_path, label):
+def create_get_rounds(servers, args, collection, get_path, body_path, label, at_once=False):
     """
     create@16 (unique names) and GET@16 of C{get_path} on each of C{servers}
-    (name -> Orchd) for C{--secs} each, the servers' order alternating over
-    C{--rounds}: C{{"<verb>-<name>": [runs]}}, each run with orchd's CPU time
-    per request (C{cpu_us}).
+    (name -> Orchd) for C{--secs} each over C{--rounds}, each verb on the
+    servers one after the other, their order alternating:
+    C{{"<verb>-<name>": [runs]}}, each run with orchd's CPU time per request
+    (C{cpu_us}).
+
+    With C{at_once}, each verb's load runs on every server at the same
+    moment instead (the servers sharing core 0, the loads on core 1): a
+    machine whose speed drifts from one moment to the next then slows them
+    alike, and the ratio of a round holds steady; it is the stricter
+    comparison, as each server finds the core's caches as the other left
+    them.
     """
     results = {}
+    verbs = (("create", collection, "POST", body_path), ("get", get_path, "GET", None))
     for round_number in range(args.rounds):
         print(f"{label} {round_number + 1}/{args.rounds}", file=sys.stderr)
         order = list(servers.items())
         if round_number % 2:
             order.reverse()
-        for name, orchd in order:
-            for verb, url, method, body in (
-                    ("create", orchd.url + collection, "POST", body_path),
-                    ("get", orchd.url + get_path, "GET", None)):
-                before = cpu_seconds(orchd.process.pid)
-                run = hload(orchd, url, 16, args.secs, method, body, gen_name=method == "POST")
-                spent = cpu_seconds(orchd.process.pid) - before
-                run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
+        for verb, path, method, body in verbs:
+            loads = [functools.partial(_measured_load, orchd, orchd.url + path, args.secs, method,
+                                       body) for _, orchd in order]
+            runs = _all_at_once(loads) if at_once else [load() for load in loads]
+            for (name, _), run in zip(order, runs):
                 results.setdefault(f"{verb}-{name}", []).append(run)
+    return results
+
+
+def _measured_load(orchd, url, secs, method, body):
+    """One hload run at 16 connections, with orchd's CPU time per request (C{cpu_us})."""
+    before = cpu_seconds(orchd.process.pid)
+    run = hload(orchd, url, 16, secs, method, body, gen_name=method == "POST")
+    spent = cpu_seconds(orchd.process.pid) - before
+    run["cpu_us"] = spent / max(run["requests"], 1) * 1e6
+    return run
+
+
+def _all_at_once(calls):
+    """Each of C{calls} on a thread of its own, at once: their results, in order."""
+    results, errors = [None] * len(calls), []
+
+    def run(index, call):
+        try:
+            results[index] = call()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
     return results
 
 
@@ -363,4 +399,3 @@ def compare_servers(results, mine, base):
 
 def _ratio(mine, base):
     return round(mine / base, 3) if base else None
-
