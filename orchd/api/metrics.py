@@ -176,7 +176,10 @@ class _HistogramChild:
         self.sum = 0.0
 
     def observe(self, value):
-        self.counts[bisect_left(self.bounds, value)] += 1
+        bounds = self.bounds
+        # Nearly every latency falls in the first bucket: one comparison
+        # rather than a search of them all.
+        self.counts[0 if value <= bounds[0] else bisect_left(bounds, value)] += 1
         self.sum += value
 
     @property
