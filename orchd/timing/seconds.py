@@ -2,6 +2,7 @@
 """Text made from a time once a second rather than per use."""
 
 import time
+from math import floor
 
 
 def second_text(render):
@@ -41,6 +42,7 @@ def micro_time(seconds):
     second's text is made once a second (L{second_text}) and the digits are
     read from a table, in integers (a float's C{%} and C{//} run C{fmod},
     whose loop costs more than the rest; formatting numbers costs more still).
+    C{floor}, a plain function, costs less to call than the C{int} type.
     """
-    second, micro = divmod(int(seconds * 1e6 + 0.5), 1000000)
+    second, micro = divmod(floor(seconds * 1e6 + 0.5), 1000000)
     return f"{_utc_second(second)}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"

@@ -28,6 +28,11 @@ class MicroTimeTests(SynchronousTestCase):
         self.assertEqual(micro_time(1617954608.9999996), "2021-04-09T07:50:09.000000Z")
         self.assertEqual(micro_time(1617954608.9999994), "2021-04-09T07:50:08.999999Z")
 
+    def test_before_the_epoch(self):
+        """A time before 1970 rounds to the nearest microsecond too, not towards zero."""
+        self.assertEqual(micro_time(-0.5), "1969-12-31T23:59:59.500000Z")
+        self.assertEqual(micro_time(-0.0000004), "1970-01-01T00:00:00.000000Z")
+
     def test_seconds_alternating(self):
         """Times of two seconds in turn each get their own second's text."""
         self.assertEqual([micro_time(t) for t in (100.5, 99.25, 100.75)],
