@@ -21,11 +21,13 @@ def second_text(render):
 
     def text_of(when):
         nonlocal last, text
-        # int(), not // 1: a float's // runs fmod, whose loop costs more than the rest.
-        second = int(when)
-        if second != last:
-            text = render(second)
-            last = second
+        # The whole second of the last call (as MicroTime passes) needs no int().
+        if when != last:
+            # int(), not // 1: a float's // runs fmod, whose loop costs more than the rest.
+            second = int(when)
+            if second != last:
+                text = render(second)
+                last = second
         return text
     return text_of
 
