@@ -177,8 +177,8 @@ class _HistogramChild:
 
     def observe(self, value):
         bounds = self.bounds
-        # Nearly every latency falls in the first bucket: one comparison
-        # rather than a search of them all.
+        # Most observations (a request's or a store read's latency) fall in
+        # the first bucket: one comparison rather than a search of them all.
         self.counts[0 if value <= bounds[0] else bisect_left(bounds, value)] += 1
         self.sum += value
 
