@@ -4,6 +4,7 @@ the load generator, setup writes, and summaries of runs.
 """
 
 import base64
+import concurrent.futures
 import functools
 import http.client
 import json
@@ -358,22 +359,8 @@ def _measured_load(orchd, url, secs, method, body):
 
 def _all_at_once(calls):
     """Each of C{calls} on a thread of its own, at once: their results, in order."""
-    results, errors = [None] * len(calls), []
-
-    def run(index, call):
-        try:
-            results[index] = call()
-        except BaseException as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results
+    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(lambda call: call(), calls))
 
 
 def compare_servers(results, mine, base):
