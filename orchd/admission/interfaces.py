@@ -40,9 +40,9 @@ class AdmissionAttributes:
         self.user = user
         self.subresource = subresource
         self.dry_run = dry_run
-        self.warn = warn if warn is not None else _no_warning
+        self.warn = warn if warn is not None else _ignore
         self.audit_annotation = audit_annotation
-        self.webhook_time = webhook_time if webhook_time is not None else _not_timed
+        self.webhook_time = webhook_time if webhook_time is not None else _ignore
 
     @classmethod
     def of_request(cls, ctx, operation, info, name, obj, old, subresource=""):
@@ -65,12 +65,8 @@ class AdmissionAttributes:
             self.audit_annotation(key, value)
 
 
-def _no_warning(text):
-    pass
-
-
-def _not_timed(seconds):
-    pass
+def _ignore(value):
+    """Where a warning or a webhook's time goes when nobody takes it."""
 
 
 class IAdmissionPlugin(Interface):

@@ -147,13 +147,12 @@ class RequestTiming:
     @ivar excluded: seconds spent in admission webhooks, left out of the SLI
         (upstream's latency tracker), so that a slow webhook does not burn
         the API server's SLO.
-    @ivar key: the request's metric labels, once known.
-    @ivar series: the L{_Series} they count into.
+    @ivar series: the L{_Series} of the request's metric labels, once known.
     @ivar longrunning: whether it is counted when it ends (a watch, a stream).
     """
 
     start = excluded = 0.0
-    key = series = None
+    series = None
     longrunning = False
 
 
@@ -312,8 +311,8 @@ class APIServerMetrics:
                     self._shapes.clear()
                 series = self._shapes[shape] = self._series_of(_labels(request, info, kind))
         timing.series = series
-        timing.key = key = series.key
         if series.longrunning and kind is not None:
+            key = series.key
             short = key[:1] + key[2:]
             timing.longrunning = True
             self.longrunning.inc(short)
@@ -332,8 +331,9 @@ class APIServerMetrics:
 
     def terminated(self, timing, code):
         """The server refused the request in self-defence (the in-flight limit's 429)."""
-        key = timing.key
-        if key is not None:
+        series = timing.series
+        if series is not None:
+            key = series.key
             self.terminations.inc(key[:1] + key[2:] + (_code(code),))
 
     def record(self, request, timing):
