@@ -3,7 +3,7 @@
 import os
 import uuid
 
-from twisted.logger import formatEvent, globalLogPublisher
+from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from orchd.server.audit.memory import MemorySink
@@ -39,6 +39,22 @@ class RequestLogTests(SynchronousTestCase):
         self.assertEqual(formatEvent(event),
                          f"get {CM}/missing?pretty=1 orch-admin 404 0.0ms "
                          f"audit-id={event['audit_id']}")
+
+    def test_event_as_logger_emits_it(self):
+        """
+        The line's event carries what C{Logger.emit} adds to an event (it
+        is sent to the logger's observer directly), its time the request's
+        end as the server's clock read it.
+        """
+        from orchd.server import requestlog
+        self.api.call("GET", CM)
+        (event,) = self.lines()
+        self.assertIs(event["log_logger"], requestlog.log)
+        self.assertIs(event["log_level"], LogLevel.info)
+        self.assertIsNone(event["log_source"])
+        self.assertEqual(event["log_format"],
+                         "{verb} {uri} {user} {status} {latency_ms:.1f}ms audit-id={audit_id}")
+        self.assertEqual(event["log_time"], self.api.clock.seconds())
 
     def test_watch_logged_when_it_ends(self):
         """A watch's line is written when the watch ends, with its whole duration."""
