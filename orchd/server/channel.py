@@ -75,6 +75,28 @@ class BoundedChannel(HTTPChannel):
         self._closing = False
         self._body_due = 0.0       # when the body being received must be whole
 
+    # -- addresses ------------------------------------------------------------
+
+    _host = _peer_address = None
+
+    def getHost(self):
+        """
+        The connection's local address, read once: twisted.web asks for it
+        for every request, and reading it is a system call (C{getsockname})
+        and a new address object each time.
+        """
+        host = self._host
+        if host is None:
+            host = self._host = super().getHost()
+        return host
+
+    def getPeer(self):
+        """The client's address, made once (twisted.web asks for it for every request)."""
+        peer = self._peer_address
+        if peer is None:
+            peer = self._peer_address = super().getPeer()
+        return peer
+
     # -- deadlines ------------------------------------------------------------
 
     def _enter(self, state, timeout):

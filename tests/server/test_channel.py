@@ -220,6 +220,38 @@ class SizeTests(ChannelCase):
         self.assertRefused(transport, 400, "the request is not valid HTTP/1.1")
 
 
+class CountingTransport(StringTransport):
+    """Counts how often the connection's addresses are read (a system call for the host)."""
+
+    reads = 0
+
+    def getHost(self):
+        self.reads += 1
+        return super().getHost()
+
+    def getPeer(self):
+        self.reads += 1
+        return super().getPeer()
+
+
+class AddressTests(ChannelCase):
+    def test_addresses_read_once_per_connection(self):
+        """Every request of a connection sees its addresses, read from the transport once."""
+        site = self.site()
+        channel = site.buildProtocol(None)
+        transport = CountingTransport()
+        channel.makeConnection(transport)
+        seen = []
+        self.resource.render = lambda request: seen.append(
+            (request.getHost(), request.getClientAddress())) or b"ok"
+        for _ in range(3):
+            channel.dataReceived(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(transport.reads, 2)
+        self.assertEqual(len(seen), 3)
+        self.assertTrue(all(pair == seen[0] for pair in seen))
+        self.assertEqual(seen[0], (transport.getHost(), transport.getPeer()))
+
+
 class LineEndTests(ChannelCase):
     def test_bare_lf_is_read(self):
         """Lines ending in LF alone are read as with CRLF: an answer at once, not a timeout."""
