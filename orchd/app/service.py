@@ -90,6 +90,7 @@ from orchd.storage.encrypting import TransformingStore
 from orchd.storage.etcd import EtcdStore
 from orchd.storage.leveldb import LevelDBStore
 from orchd.storage.timed import TimedStore
+from orchd.tls.listen import listen_tls
 
 PROGRAM = "twistd orchd"
 #: Seconds between attempts to complete the bootstrap policy.
@@ -292,8 +293,8 @@ class ControlPlane(MultiService):
         options = server_tls_options(self.pki.serving_cert_pem, self.pki.serving_key_pem,
                                      self.pki.client_ca_pems)
         try:
-            self.port = reactor.listenSSL(config.secure_port, self.site, options,
-                                          backlog=LISTEN_BACKLOG, interface=config.bind_address)
+            self.port = listen_tls(reactor, config.secure_port, self.site, options,
+                                   backlog=LISTEN_BACKLOG, interface=config.bind_address)
             self.scheduler_port = self._listen_health(
                 config.scheduler_port, options, self.components.scheduler_health,
                 self.components.scheduler_registry)

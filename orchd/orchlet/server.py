@@ -29,6 +29,7 @@ from orchd.orchlet.checkpoint import CheckpointError, checkpoint, parse_timeout
 from orchd.orchlet.logs import LogError, LogRequest, follow_log, read_log, serve_log_path, trim
 from orchd.server.channel import BoundedSite
 from orchd.server.requestlimits import LISTEN_BACKLOG
+from orchd.tls.listen import listen_tls
 from orchd.tls.server import server_tls_options
 
 CHECKPOINT_GATE = "ContainerCheckpoint"
@@ -260,9 +261,9 @@ class OrchletEndpoint(Service):
 
     def _listen(self):
         if self._listening is None:
-            self._listening = self._reactor.listenSSL(
-                self._settings.port, self.site, self._tls, backlog=LISTEN_BACKLOG,
-                interface=self._settings.bind_address)
+            self._listening = listen_tls(
+                self._reactor, self._settings.port, self.site, self._tls,
+                backlog=LISTEN_BACKLOG, interface=self._settings.bind_address)
             self.port = self._listening.getHost().port
 
     def stopService(self):

@@ -25,6 +25,7 @@ from orchd.server.healthmetrics import HealthMetrics
 from orchd.server.metricsendpoint import serve_metrics
 from orchd.server.requestlimits import LISTEN_BACKLOG
 from orchd.server.response import write_text
+from orchd.tls.listen import listen_tls
 
 NOT_FOUND = "404 page not found\n"
 
@@ -86,5 +87,5 @@ def listen_health(reactor, port, interface, tls_options, health, registry=None):
     @raise twisted.internet.error.CannotListenError: when the port is taken.
     """
     site = HealthSite(HealthResource(health, registry), reactor=reactor)
-    return reactor.listenSSL(port, site, tls_options, backlog=LISTEN_BACKLOG,
-                             interface=interface)
+    return listen_tls(reactor, port, site, tls_options, backlog=LISTEN_BACKLOG,
+                      interface=interface)

@@ -1,0 +1,110 @@
+"""Connections of L{orchd.tls.listen}: their writes leave at the end of the reactor's turn."""
+
+from twisted.internet import reactor
+from twisted.internet.defer import Deferred
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.task import deferLater
+from twisted.internet.testing import MemoryReactor
+from twisted.trial.unittest import SynchronousTestCase, TestCase
+
+from orchd.tls.listen import listen_tcp, listen_tls
+
+BIG = 8 * 1024 * 1024
+
+
+class Writer(Protocol):
+    """Hands its transport to its test once connected."""
+
+    def __init__(self, test):
+        self.test = test
+
+    def connectionMade(self):
+        self.test.server = self.transport
+        self.test.on_connection(self.transport)
+
+
+class Reader(Protocol):
+    """Gathers what arrives; C{done} fires with it when the connection closes."""
+
+    def __init__(self):
+        self.data = []
+        self.done = Deferred()
+
+    def dataReceived(self, data):
+        self.data.append(data)
+
+    def connectionLost(self, reason):
+        self.done.callback(b"".join(self.data))
+
+
+class TurnEndWriteTests(TestCase):
+    def setUp(self):
+        self.server = None
+        self.watched = []
+        factory = Factory.forProtocol(lambda: Writer(self))
+        self.port = listen_tcp(reactor, 0, factory, interface="127.0.0.1")
+        self.addCleanup(self.port.stopListening)
+
+    def connect(self):
+        reader = Reader()
+        endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", self.port.getHost().port)
+        return connectProtocol(endpoint, reader).addCallback(lambda _: reader)
+
+    def note_watched(self, transport):
+        self.watched.append(transport in reactor.getWriters())
+
+    async def test_write_sent_at_turn_end_unwatched(self):
+        """A write the socket takes whole is sent at the turn's end; the reactor never watches."""
+        def on_connection(transport):
+            transport.write(b"hello, ")
+            transport.write(b"world")
+            self.note_watched(transport)
+            reactor.callLater(0, self.note_watched, transport)
+            reactor.callLater(0.05, transport.loseConnection)
+        self.on_connection = on_connection
+        reader = await self.connect()
+        self.assertEqual(await reader.done, b"hello, world")
+        self.assertEqual(self.watched, [False, False])
+
+    async def test_big_write_watched_until_read(self):
+        """What the socket cannot take at once is left to the reactor, and arrives whole."""
+        payload = bytes(range(256)) * (BIG // 256)
+        self.on_connection = lambda transport: transport.write(payload)
+        reader = await self.connect()
+        reader.transport.pauseProducing()
+        await deferLater(reactor, 0.1, lambda: None)
+        self.assertIn(self.server, reactor.getWriters())
+        reader.transport.resumeProducing()
+        while sum(map(len, reader.data)) < len(payload):
+            await deferLater(reactor, 0.01, lambda: None)
+        self.assertNotIn(self.server, reactor.getWriters())
+        self.server.loseConnection()
+        self.assertEqual(await reader.done, payload)
+
+    async def test_close_after_write(self):
+        """A connection closed in the turn it was written to sends everything first."""
+        def on_connection(transport):
+            transport.write(b"last words")
+            transport.loseConnection()
+        self.on_connection = on_connection
+        reader = await self.connect()
+        self.assertEqual(await reader.done, b"last words")
+
+    async def test_abort_drops_what_was_written(self):
+        """An aborted connection sends nothing it was given in that turn, and closes."""
+        def on_connection(transport):
+            transport.write(b"never sent")
+            transport.abortConnection()
+        self.on_connection = on_connection
+        reader = await self.connect()
+        self.assertEqual(await reader.done, b"")
+
+
+class OtherReactorTests(SynchronousTestCase):
+    def test_listens_as_listen_ssl(self):
+        """On a reactor that is not a select-style one, listen_tls is listenSSL."""
+        memory = MemoryReactor()
+        factory, options = Factory(), object()
+        listen_tls(memory, 6443, factory, options, backlog=7, interface="127.0.0.1")
+        self.assertEqual(memory.sslServers, [(6443, factory, options, 7, "127.0.0.1")])
