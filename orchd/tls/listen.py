@@ -18,6 +18,7 @@ C{listenSSL} does.
 from twisted.internet import tcp
 from twisted.internet.abstract import FileDescriptor
 from twisted.internet.posixbase import PosixReactorBase
+from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
 
@@ -72,9 +73,12 @@ class _Connection(tcp.Server):
     @ivar _due: whether it is among the turn's written connections.
     @ivar _watched: whether the reactor watches it for writing (what was
         written did not all fit).
+    @ivar _sent: whether C{doWrite} sent everything (it then calls
+        L{stopWriting}).
     """
 
-    _due = _watched = False
+    _due = _watched = _sent = False
+    log = Logger()
 
     def startWriting(self):
         if not self._due and not self._watched:
@@ -82,21 +86,23 @@ class _Connection(tcp.Server):
             self.server.turn_end.add(self)
 
     def stopWriting(self):
-        # doWrite calls it once everything is sent.
         self._watched = False
+        self._sent = True
         FileDescriptor.stopWriting(self)
 
     def send_written(self):
         """Send what was written; have the reactor watch for the rest, or an error."""
         self._due = False
+        # _aborting: twisted's abortConnection, which drops what is unsent.
         if self.disconnected or self._aborting or self._watched:
             return
-        self._watched = True
+        self._sent = False
         try:
             trouble = self.doWrite()
         except Exception:
+            self.log.failure("Sending a connection's writes failed")
             trouble = True
-        if self._watched or trouble is not None:
+        if trouble is not None or not self._sent:
             # Not all sent, or the connection failed or is to close: the
             # reactor's doWrite finishes it as it would have (a failed or
             # closing connection answers its next doWrite the same way).
