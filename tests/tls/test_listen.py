@@ -10,7 +10,8 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from orchd.tls.listen import listen_tcp, listen_tls
 
-BIG = 8 * 1024 * 1024
+#: More than loopback sockets hold between them (their buffers grow to some MiB).
+BIG = 32 * 1024 * 1024
 
 
 class Writer(Protocol):
