@@ -48,6 +48,8 @@ def listen_tcp(reactor, port, factory, backlog=50, interface=""):
 class _TurnEnd:
     """The connections written to in this turn of the reactor, sent at its end."""
 
+    log = Logger()
+
     def __init__(self, reactor):
         self._reactor = reactor
         self._written = []
@@ -62,7 +64,11 @@ class _TurnEnd:
         self._call = None
         written, self._written = self._written, []
         for connection in written:
-            connection.send_written()
+            try:
+                connection.send_written()
+            except Exception:
+                # One connection's failure must not leave the others unsent.
+                self.log.failure("Sending a connection's writes failed")
 
 
 class _Connection(tcp.Server):

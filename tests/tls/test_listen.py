@@ -4,11 +4,11 @@ from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 from twisted.internet.protocol import Factory, Protocol
-from twisted.internet.task import deferLater
+from twisted.internet.task import Clock, deferLater
 from twisted.internet.testing import MemoryReactor
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
-from orchd.tls.listen import listen_tcp, listen_tls
+from orchd.tls.listen import _TurnEnd, listen_tcp, listen_tls
 
 #: More than loopback sockets hold between them (their buffers grow to some MiB).
 BIG = 32 * 1024 * 1024
@@ -100,6 +100,47 @@ class TurnEndWriteTests(TestCase):
         self.on_connection = on_connection
         reader = await self.connect()
         self.assertEqual(await reader.done, b"")
+
+
+class Sent:
+    """A connection as the turn's end sees it, noting when it is sent."""
+
+    def __init__(self, sent):
+        self.sent = sent
+
+    def send_written(self):
+        self.sent.append(self)
+
+
+class Broken:
+    def send_written(self):
+        raise RuntimeError("a bug")
+
+
+class TurnEndTests(SynchronousTestCase):
+    def test_one_call_per_turn(self):
+        """The connections written to in a turn are sent by one call at its end, in order."""
+        clock, sent = Clock(), []
+        turn_end = _TurnEnd(clock)
+        connections = [Sent(sent) for _ in range(3)]
+        for connection in connections:
+            turn_end.add(connection)
+        self.assertEqual(len(clock.getDelayedCalls()), 1)
+        clock.advance(0)
+        self.assertEqual(sent, connections)
+        turn_end.add(connections[0])
+        self.assertEqual(len(clock.getDelayedCalls()), 1)
+
+    def test_failure_leaves_others_sent(self):
+        """A connection that fails to send is logged; the turn's others are still sent."""
+        clock, sent = Clock(), []
+        turn_end = _TurnEnd(clock)
+        after = Sent(sent)
+        turn_end.add(Broken())
+        turn_end.add(after)
+        clock.advance(0)
+        self.assertEqual(sent, [after])
+        self.assertEqual(len(self.flushLoggedErrors(RuntimeError)), 1)
 
 
 class OtherReactorTests(SynchronousTestCase):
