@@ -152,8 +152,7 @@ class BoundedChannel(HTTPChannel):
         self._abort()
 
     def _peer(self):
-        transport = self.transport
-        return str(transport.getPeer()) if transport is not None else "?"
+        return str(self.getPeer()) if self.transport is not None else "?"
 
     # -- connection events ----------------------------------------------------
 

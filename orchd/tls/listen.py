@@ -21,6 +21,8 @@ from twisted.internet.posixbase import PosixReactorBase
 from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 
+log = Logger()
+
 
 def listen_tls(reactor, port, factory, options, backlog=50, interface=""):
     """
@@ -48,8 +50,6 @@ def listen_tcp(reactor, port, factory, backlog=50, interface=""):
 class _TurnEnd:
     """The connections written to in this turn of the reactor, sent at its end."""
 
-    log = Logger()
-
     def __init__(self, reactor):
         self._reactor = reactor
         self._written = []
@@ -68,7 +68,7 @@ class _TurnEnd:
                 connection.send_written()
             except Exception:
                 # One connection's failure must not leave the others unsent.
-                self.log.failure("Sending a connection's writes failed")
+                log.failure("Sending a connection's writes failed; the turn's others go on")
 
 
 class _Connection(tcp.Server):
@@ -84,7 +84,6 @@ class _Connection(tcp.Server):
     """
 
     _due = _watched = _sent = False
-    log = Logger()
 
     def startWriting(self):
         if not self._due and not self._watched:
@@ -106,7 +105,7 @@ class _Connection(tcp.Server):
         try:
             trouble = self.doWrite()
         except Exception:
-            self.log.failure("Sending a connection's writes failed")
+            log.failure("Sending a connection's writes failed; the reactor takes it over")
             trouble = True
         if trouble is not None or not self._sent:
             # Not all sent, or the connection failed or is to close: the
