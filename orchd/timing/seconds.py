@@ -48,3 +48,16 @@ def micro_time(seconds):
     """
     second, micro = divmod(floor(seconds * 1e6 + 0.5), 1000000)
     return f"{_utc_second(second)}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"
+
+
+def micro_times(first, then):
+    """
+    L{micro_time} of two times, as an audit event's two timestamps: the
+    second's text is looked up once when they fall in the same second.
+    """
+    second, micro = divmod(floor(first * 1e6 + 0.5), 1000000)
+    second_then, micro_then = divmod(floor(then * 1e6 + 0.5), 1000000)
+    text = _utc_second(second)
+    text_then = text if second_then == second else _utc_second(second_then)
+    return (f"{text}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z",
+            f"{text_then}{_DIGITS[micro_then // 1000]}{_DIGITS[micro_then % 1000]}Z")

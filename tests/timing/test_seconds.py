@@ -2,7 +2,7 @@
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from orchd.timing.seconds import micro_time, second_text
+from orchd.timing.seconds import micro_time, micro_times, second_text
 
 
 class SecondTextTests(SynchronousTestCase):
@@ -38,3 +38,9 @@ class MicroTimeTests(SynchronousTestCase):
         self.assertEqual([micro_time(t) for t in (100.5, 99.25, 100.75)],
                          ["1970-01-01T00:01:40.500000Z", "1970-01-01T00:01:39.250000Z",
                           "1970-01-01T00:01:40.750000Z"])
+
+    def test_two_at_once(self):
+        """Two times give what each gives alone, in one second or across two."""
+        for first, then in ((1617954608.137166, 1617954608.5), (1617954608.9999996, 1617954609.25),
+                            (99.75, 100.0000004), (100.5, 99.25)):
+            self.assertEqual(micro_times(first, then), (micro_time(first), micro_time(then)))
