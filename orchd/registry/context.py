@@ -33,7 +33,7 @@ class RequestContext:
     def add_audit_annotation(self, key, value):
         """Annotate the request's audit event (nothing when it is not audited)."""
         if self.audit is not None:
-            self.audit.annotations[key] = value
+            self.audit.annotate(key, value)
 
     def add_webhook_time(self, seconds):
         """

@@ -18,3 +18,14 @@ class IAuditSink(Interface):
 
     def write(event):
         """Take one event. Must not block and must not raise."""
+
+
+class IAuditLineSink(IAuditSink):
+    """
+    A sink that writes each event as its JSON line
+    (L{orchd.server.audit.record.encode_event}): it also takes lines the
+    auditor has made (L{orchd.server.audit.lines.EventLines}).
+    """
+
+    def write_line(line):
+        """Take one event's line (bytes, newline included). Must not block nor raise."""

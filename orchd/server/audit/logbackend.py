@@ -3,8 +3,9 @@
 The audit log file: lines gathered on the reactor, written by one thread.
 
 L{LogBackend.write} encodes the event (orjson, or upstream's legacy
-one-line text) and appends the line to one growing buffer; every
-L{FLUSH_INTERVAL} the reactor hands what has gathered to the writer
+one-line text) and appends the line to one growing buffer (in the JSON
+format the auditor may hand it the line itself, L{LogBackend.write_line});
+every L{FLUSH_INTERVAL} the reactor hands what has gathered to the writer
 thread, which writes and flushes it and rotates the file as upstream's
 lumberjack does (L{RotatingFile}).
 
@@ -36,9 +37,9 @@ import orjson
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
-from zope.interface import implementer
+from zope.interface import alsoProvides, implementer
 
-from orchd.server.audit.interfaces import IAuditSink
+from orchd.server.audit.interfaces import IAuditLineSink, IAuditSink
 from orchd.server.audit.record import encode_event
 
 JSON, LEGACY = "json", "legacy"
@@ -201,7 +202,8 @@ class _Stdout:
 @implementer(IAuditSink)
 class LogBackend(Service):
     """
-    The C{--audit-log-*} backend.
+    The C{--audit-log-*} backend; in the JSON format it takes lines too
+    (L{IAuditLineSink}).
 
     @ivar dropped: events dropped because the queue was full.
     """
@@ -214,6 +216,8 @@ class LogBackend(Service):
         self.path = path
         self._rotation = (max_size_mb, max_backups, max_age_days, compress)
         self._encode = encode_event if fmt == JSON else legacy_line
+        if fmt == JSON:
+            alsoProvides(self, IAuditLineSink)
         self._buffer_size = buffer_size
         self._now = now
         #: Lines gathered since the last hand-over (the reactor's alone).
@@ -247,10 +251,9 @@ class LogBackend(Service):
         self._thread.start()
 
     def write(self, event):
-        if not self.running or self._accepted - self._written >= self._buffer_size:
-            self._drop()
-            return
         if "requestObject" in event or "responseObject" in event:
+            if self._full():
+                return
             # Bodies: decoded on the writer thread, after the lines before them.
             self._hand_over()
             self._handed.append((event, 1))
@@ -262,10 +265,22 @@ class LogBackend(Service):
             self.write_errors += 1
             self.log.error("Audit log: cannot encode an event: {error}", error=e)
             return
+        self.write_line(line)
+
+    def write_line(self, line):
+        if self._full():
+            return
         self._lines += line
         self._accepted += 1
         if self._timer is None:
             self._timer = self.reactor.callLater(FLUSH_INTERVAL, self._hand_over)
+
+    def _full(self):
+        """Whether an event must be dropped (counted) rather than taken."""
+        if self.running and self._accepted - self._written < self._buffer_size:
+            return False
+        self._drop()
+        return True
 
     def _hand_over(self):
         """Give the writer the lines gathered so far, and wake it."""

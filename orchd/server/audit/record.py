@@ -17,7 +17,7 @@ import orjson
 
 from orchd.api import yamldecode
 from orchd.server.audit.policy import COMPLETE, PANIC, REQUEST_RESPONSE
-from orchd.timing.seconds import micro_time
+from orchd.timing.seconds import micro_times
 
 #: [COMPAT] tools that read audit logs (and webhook receivers) expect the upstream group.
 EVENT_API_VERSION = "audit.k8s.io/v1"
@@ -113,12 +113,24 @@ def encode_event(event):
     return orjson.dumps(event, default=encode_default, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def header_fields(request):
+    """
+    The request's headers as a dict by their canonical names
+    (C{b"User-Agent"}), lists of values, to read and never change: the
+    one twisted's C{Headers} keeps, rather than a copy per event (an
+    event reads three of them), or a copy where C{Headers} keeps none.
+    """
+    headers = request.requestHeaders
+    fields = getattr(headers, "_rawHeaders", None)
+    return fields if type(fields) is dict else dict(headers.getAllRawHeaders())
+
+
 def source_ips(request, headers):
     """
     X-Forwarded-For, then X-Real-Ip, then the peer, as upstream's C{utilnet.SourceIPs}.
 
     @param headers: the request's headers as a dict, by their canonical names
-        (C{Headers.getAllRawHeaders}).
+        (L{header_fields}).
     """
     forwarded = headers.get(b"X-Forwarded-For")
     real = headers.get(b"X-Real-Ip")
@@ -162,8 +174,10 @@ class AuditRecord:
     request, with its headers and body, for the garbage collector instead
     of reference counting. The request is passed to L{event}.
 
-    @ivar annotations: the event's annotations; admission plugins add to it
-        through C{AdmissionAttributes.add_audit_annotation}.
+    @ivar answer: the authorizer's answer, C{(allowed, reason)}, once given
+        (L{authorized}); the events show it as upstream's annotations.
+    @ivar annotations: the annotations admission plugins added, through
+        C{RequestContext.add_audit_annotation} (L{annotate}), or None.
     @ivar status: the Status dict of an error answer, set where errors are written.
     @ivar wants_response: whether the response body is logged (RequestResponse,
         resource requests); the response writer keeps it in C{response}.
@@ -179,10 +193,11 @@ class AuditRecord:
     response = None
     wants_response = False
     finished = False
+    answer = None
+    annotations = None
 
     def __init__(self, decision):
         self.decision = decision
-        self.annotations = {}
 
     def keep_bodies(self, request, info):
         """
@@ -202,9 +217,13 @@ class AuditRecord:
 
     def authorized(self, allowed, reason):
         """Record the authorizer's answer, as upstream's annotations say it."""
-        self.annotations[DECISION] = "allow" if allowed else "forbid"
-        if reason:
-            self.annotations[REASON] = reason
+        self.answer = (allowed, reason)
+
+    def annotate(self, key, value):
+        """Add an annotation to the events to come."""
+        if self.annotations is None:
+            self.annotations = {}
+        self.annotations[key] = value
 
     def request_object(self, obj):
         """Note the name, uid and resourceVersion of the object a request sends."""
@@ -217,18 +236,22 @@ class AuditRecord:
         """
         The event of C{stage} (answered with C{code}, or None before an
         answer), at C{now}. The user's dict is shared by every event of the
-        connection's user, and the last event shares the record's
-        annotations: sinks read events and never change them.
+        connection's user: sinks read events and never change them.
         """
+        return self.event_of(request, stage, code, request.audit_id,
+                             *micro_times(request.received, now))
+
+    def event_of(self, request, stage, code, audit_id, received, stamp):
+        """L{event} with its audit ID and its two MicroTime texts given."""
         info = request.api_info
         user = request.api_user
-        # One dict of the headers: three lookups by name in twisted.web's cost more.
-        headers = dict(request.requestHeaders.getAllRawHeaders())
+        # Three lookups by name through twisted.web's Headers cost more.
+        headers = header_fields(request)
         event = {
             "kind": "Event",
             "apiVersion": EVENT_API_VERSION,
             "level": self.decision.level,
-            "auditID": request.audit_id,
+            "auditID": audit_id,
             "stage": stage,
             "requestURI": request.uri.decode("latin-1"),
             "verb": info.verb,
@@ -267,13 +290,23 @@ class AuditRecord:
                     "code": status.get("code", code)}
             if resource and self.decision.bodies and (stage == COMPLETE or stage == PANIC):
                 self._bodies(event)
-        event["requestReceivedTimestamp"] = micro_time(request.received)
-        event["stageTimestamp"] = micro_time(now)
-        if self.annotations:
-            # The last event may share them; an earlier one sees them as they were.
-            event["annotations"] = (self.annotations if self.finished
-                                    else dict(self.annotations))
+        event["requestReceivedTimestamp"] = received
+        event["stageTimestamp"] = stamp
+        if self.answer is not None or self.annotations:
+            event["annotations"] = self._annotations()
         return event
+
+    def _annotations(self):
+        """The event's annotations as they are now: the authorizer's answer first."""
+        annotations = {}
+        if self.answer is not None:
+            allowed, reason = self.answer
+            annotations[DECISION] = "allow" if allowed else "forbid"
+            if reason:
+                annotations[REASON] = reason
+        if self.annotations:
+            annotations.update(self.annotations)
+        return annotations
 
     def _add_object_meta(self, ref):
         # A create names its object in the body; a write's object may give

@@ -13,6 +13,8 @@ auditing off, or a request the policy leaves out, costs one policy walk.
 import os
 import time
 
+from orchd.server.audit.interfaces import IAuditLineSink
+from orchd.server.audit.lines import EventLines
 from orchd.server.audit.policy import COMPLETE, NONE, PANIC, RECEIVED, STARTED, Policy
 from orchd.server.audit.record import AuditRecord
 
@@ -65,6 +67,12 @@ class Auditor:
             self._emit = self.sinks[0].write
         else:
             self._emit = self._emit_all
+        #: With one sink that writes lines, events of a shape seen before
+        #: are given to it as their lines (L{EventLines}).
+        self._lines = self._write_line = None
+        if len(self.sinks) == 1 and IAuditLineSink.providedBy(self.sinks[0]):
+            self._lines = EventLines()
+            self._write_line = self.sinks[0].write_line
 
     def _emit_all(self, event):
         for sink in self.sinks:
@@ -93,9 +101,20 @@ class Auditor:
         return record
 
     def _stage(self, request, record, stage, code=None):
-        """Emit the event of C{stage} unless the policy leaves it out."""
-        if stage not in record.decision.omit_stages:
-            self._emit(record.event(request, stage, code, self.now()))
+        """
+        Emit the event of C{stage} unless the policy leaves it out: as its
+        line when the sink takes lines and the event is of a shape
+        (L{EventLines}), as most are.
+        """
+        if stage in record.decision.omit_stages:
+            return
+        now = self.now()
+        if self._lines is not None:
+            line = self._lines.line(record, request, stage, code, now)
+            if line is not None:
+                self._write_line(line)
+                return
+        self._emit(record.event(request, stage, code, now))
 
     def authenticated(self, request, info, user):
         """Decide the level for the authenticated user; emit C{RequestReceived}."""
