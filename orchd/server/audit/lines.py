@@ -75,7 +75,8 @@ class EventLines:
         _, head, middle, between, tail = template
         audit_id = request.audit_id
         if not audit_id.isprintable() or '"' in audit_id or "\\" in audit_id:
-            # A client's ID JSON must escape (printable text it writes as is).
+            # A client's audit ID may hold what JSON escapes; printable
+            # text without quotes or backslashes it writes as it is.
             audit_id = orjson.dumps(audit_id).decode()[1:-1]
         received, stamp = micro_times(request.received, now)
         return f"{head}{audit_id}{middle}{received}{between}{stamp}{tail}".encode()
