@@ -2,6 +2,7 @@
 
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
+from twisted.web.http_headers import Headers
 from zope.interface import implementer
 from zope.interface.verify import verifyObject
 
@@ -12,8 +13,9 @@ from orchd.server.audit.lines import EventLines
 from orchd.server.audit.logbackend import LEGACY, LogBackend
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
-from orchd.server.audit.record import encode_event
+from orchd.server.audit.record import AuditRecord, encode_event
 from orchd.server.filters.audit import Auditor
+from orchd.server.requestinfo import parse_request_info
 from tests.server.audit.test_record import DenySecrets
 from tests.support import ALICE, APIHarness
 
@@ -43,25 +45,26 @@ IDS = [b"plain-1", b"plain-2", b'quote"d', b"back\\slash", b"ctl\x01x", b"caf\xe
        b"del\x7f", b"\xe2\x80\xa8", b"plain-10", b"plain-11", b"plain-12", b"plain-13"]
 
 
-@implementer(IAuditLineSink)
-class LineSink:
-    """Every event as its line, counting how many came made."""
+@implementer(IAuditSink)
+class EncodingSink:
+    """Every event as the line of its dict."""
 
     def __init__(self):
         self.lines = []
-        self.made = 0
 
     def write(self, event):
         self.lines.append(encode_event(event))
 
+
+@implementer(IAuditLineSink)
+class LineSink(EncodingSink):
+    """Takes lines made from templates too, counting them."""
+
+    made = 0
+
     def write_line(self, line):
         self.made += 1
         self.lines.append(line)
-
-
-@implementer(IAuditSink)
-class EncodingSink(LineSink):
-    """The same lines from the events' dicts only."""
 
 
 class LinesTests(SynchronousTestCase):
@@ -76,6 +79,7 @@ class LinesTests(SynchronousTestCase):
     def test_made_lines_are_the_events_lines(self):
         """Lines made from templates are the lines of the events' dicts, byte for byte."""
         made = LineSink()
+        self.assertFalse(IAuditLineSink.providedBy(EncodingSink()))
         expected = self.lines(EncodingSink())
         self.assertEqual(len(expected), len(REQUESTS))
         self.assertEqual(self.lines(made), expected)
@@ -104,8 +108,6 @@ class Request:
     received = 1_700_000_000.25
 
     def __init__(self, user, audit_id="id"):
-        from orchd.server.requestinfo import parse_request_info
-        from twisted.web.http_headers import Headers
         self.api_user = user
         self.audit_id = audit_id
         self.api_info = parse_request_info(self.method, self.uri.decode(), {})
@@ -117,7 +119,6 @@ class Request:
 
 class TemplateTests(SynchronousTestCase):
     def record(self):
-        from orchd.server.audit.record import AuditRecord
         policy = Policy.from_document(METADATA)
         record = AuditRecord(policy.always or policy.decide(ALICE, None))
         record.authorized(True, "")
