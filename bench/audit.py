@@ -3,16 +3,15 @@ The cost of observing: config map create and GET on two orchd servers, one
 counting metrics (the default) and auditing every request at Metadata level
 into a log file, the other with both off (--enable-metrics=false, no
 policy), alternated over the rounds, then loaded at the same moment over
-as many rounds again, then loaded at the same moment but taking turns on
-the core (L{common.create_get_rounds}). Both write the request log. The
-metrics case measures metrics alone.
+as many rounds again. Both write the request log. The metrics case
+measures metrics alone.
 """
 
 import os
 import statistics
 import sys
 
-from common import TURN, Orchd, compare_servers, create_get_rounds
+from common import Orchd, compare_servers, create_get_rounds
 
 NAMESPACE = "bench-audit"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -63,23 +62,20 @@ def audit_cases(workdir, args, template, body_path, report):
                                     "audit")
         at_once = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
                                     "audit, loaded at once", at_once=True)
-        turns = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
-                                  "audit, taking turns", interleaved=True)
     finally:
         for orchd in servers.values():
             orchd.stop()
     summary = compare_servers(results, "metadata", "off")
     # At once, each round's two runs saw the same machine: the median of the
     # rounds' ratios is the figure.
-    for name, runs in (("at_once", at_once), ("turns", turns)):
-        compared = compare_servers(runs, "metadata", "off")
-        for verb in ("create", "get"):
-            rounds = summary[f"{verb}_{name}_rounds"] = compared[f"{verb}_ratio_rounds"]
-            summary[f"{verb}_{name}_ratio"] = _median(rounds)
+    side_by_side = compare_servers(at_once, "metadata", "off")
+    for verb in ("create", "get"):
+        rounds = summary[f"{verb}_at_once_rounds"] = side_by_side[f"{verb}_ratio_rounds"]
+        summary[f"{verb}_at_once_ratio"] = _median(rounds)
     # Every answered request of the auditing server is one ResponseComplete line
     # (the stop drains the writer's queue first).
     summary["audit_lines"] = audit_lines(places["metadata"])
-    summary["requests"] = sum(r["requests"] for runs in (results, at_once, turns)
+    summary["requests"] = sum(r["requests"] for runs in (results, at_once)
                               for verb in ("create", "get") for r in runs[f"{verb}-metadata"])
     report["audit"] = summary
 
@@ -116,8 +112,5 @@ def print_audit(report):
               + (f"; errors {errors}" if errors else ""))
         print(f"         loaded at once: ratio {_r(a[f'{verb}_at_once_ratio'])} (median of rounds "
               f"{', '.join(_r(r) for r in a[f'{verb}_at_once_rounds'])})")
-        print(f"         taking turns every {TURN * 1000:.0f} ms: ratio "
-              f"{_r(a[f'{verb}_turns_ratio'])} (median of rounds "
-              f"{', '.join(_r(r) for r in a[f'{verb}_turns_rounds'])})")
     print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
           f"requests (plus setup)")

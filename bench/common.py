@@ -11,7 +11,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import socket
 import ssl
 import statistics
@@ -318,12 +317,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-#: Seconds each server runs alone in its turn when interleaved.
-TURN = 0.1
-
-
-def create_get_rounds(servers, args, collection, get_path, body_path, label, at_once=False,
-                      interleaved=False):
+def create_get_rounds(servers, args, collection, get_path, body_path, label, at_once=False):
     """
     create@16 (unique names) and GET@16 of C{get_path} on each of C{servers}
     (name -> Orchd) for C{--secs} each over C{--rounds}, each verb on the
@@ -337,12 +331,6 @@ def create_get_rounds(servers, args, collection, get_path, body_path, label, at_
     alike, and the ratio of a round holds steady; it is the stricter
     comparison, as each server finds the core's caches as the other left
     them.
-
-    With C{interleaved}, the loads run at the same moment too, but the
-    servers take turns: each runs alone on the core for L{TURN} seconds
-    while the others are stopped (C{SIGSTOP}, C{SIGCONT}), so each is
-    measured as it runs by itself, and the machine's drift, over seconds,
-    meets them all alike.
     """
     results = {}
     verbs = (("create", collection, "POST", body_path), ("get", get_path, "GET", None))
@@ -354,12 +342,7 @@ def create_get_rounds(servers, args, collection, get_path, body_path, label, at_
         for verb, path, method, body in verbs:
             loads = [functools.partial(_measured_load, orchd, orchd.url + path, args.secs, method,
                                        body) for _, orchd in order]
-            if interleaved:
-                runs = _taking_turns(loads, [orchd.process.pid for _, orchd in order])
-            elif at_once:
-                runs = _all_at_once(loads)
-            else:
-                runs = [load() for load in loads]
+            runs = _all_at_once(loads) if at_once else [load() for load in loads]
             for (name, _), run in zip(order, runs):
                 results.setdefault(f"{verb}-{name}", []).append(run)
     return results
@@ -378,28 +361,6 @@ def _all_at_once(calls):
     """Each of C{calls} on a thread of its own, at once: their results, in order."""
     with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
         return list(pool.map(lambda call: call(), calls))
-
-
-def _taking_turns(calls, pids):
-    """
-    L{_all_at_once}, the processes C{pids} running one at a time, the first
-    first, each for L{TURN} seconds, until every call has returned.
-    """
-    for pid in pids[1:]:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
-            futures = [pool.submit(call) for call in calls]
-            running = 0
-            while not all(f.done() for f in futures):
-                time.sleep(TURN)
-                os.kill(pids[running], signal.SIGSTOP)
-                running = (running + 1) % len(pids)
-                os.kill(pids[running], signal.SIGCONT)
-            return [f.result() for f in futures]
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
 
 
 def compare_servers(results, mine, base):
