@@ -83,23 +83,22 @@ class TurnEndWriteTests(TestCase):
         self.server.loseConnection()
         self.assertEqual(await reader.done, payload)
 
-    async def test_close_after_write(self):
-        """A connection closed in the turn it was written to sends everything first."""
+    async def received(self, data, end):
+        """What the client gets when the server writes C{data}, then calls C{end} at once."""
         def on_connection(transport):
-            transport.write(b"last words")
-            transport.loseConnection()
+            transport.write(data)
+            getattr(transport, end)()
         self.on_connection = on_connection
         reader = await self.connect()
-        self.assertEqual(await reader.done, b"last words")
+        return await reader.done
+
+    async def test_close_after_write(self):
+        """A connection closed in the turn it was written to sends everything first."""
+        self.assertEqual(await self.received(b"last words", "loseConnection"), b"last words")
 
     async def test_abort_drops_what_was_written(self):
         """An aborted connection sends nothing it was given in that turn, and closes."""
-        def on_connection(transport):
-            transport.write(b"never sent")
-            transport.abortConnection()
-        self.on_connection = on_connection
-        reader = await self.connect()
-        self.assertEqual(await reader.done, b"")
+        self.assertEqual(await self.received(b"never sent", "abortConnection"), b"")
 
 
 class Sent:

@@ -6,6 +6,7 @@ import uuid
 from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
+from orchd.server import requestlog
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
 from orchd.server.filters.audit import AuditIDs, Auditor
@@ -46,7 +47,6 @@ class RequestLogTests(SynchronousTestCase):
         is sent to the logger's observer directly), its time the request's
         end as the server's clock read it.
         """
-        from orchd.server import requestlog
         self.api.call("GET", CM)
         (event,) = self.lines()
         self.assertIs(event["log_logger"], requestlog.log)
