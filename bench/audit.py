@@ -3,15 +3,16 @@ The cost of observing: config map create and GET on two orchd servers, one
 counting metrics (the default) and auditing every request at Metadata level
 into a log file, the other with both off (--enable-metrics=false, no
 policy), alternated over the rounds, then loaded at the same moment over
-as many rounds again. Both write the request log. The metrics case
-measures metrics alone.
+as many rounds again, then loaded at the same moment taking turns on the
+core (L{common.create_get_rounds}), each way on a fresh pair. Both write
+the request log. The metrics case measures metrics alone.
 """
 
 import os
 import statistics
 import sys
 
-from common import Orchd, compare_servers, create_get_rounds
+from common import TURN, Orchd, compare_servers, create_get_rounds
 
 NAMESPACE = "bench-audit"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -42,40 +43,53 @@ def audit_lines(place):
         return 0
 
 
+#: The ways both servers are loaded (L{common.create_get_rounds}' keywords).
+WAYS = (("one_after", {}), ("at_once", {"at_once": True}), ("turns", {"turns": True}))
+
+
 def audit_cases(workdir, args, template, body_path, report):
-    """create@16 and GET@16 of config maps on both servers, alternated over the rounds."""
+    """
+    create@16 and GET@16 of config maps on both servers, in each of the
+    L{WAYS}, each way on a fresh pair of servers: what one way stored (some
+    100,000 config maps) makes compactions and collections that would land
+    in the next way's runs, in one server's rather than both.
+    """
     print("audit: metrics and a Metadata-level audit log against both off, create@16 and "
           "GET@16", file=sys.stderr)
-    servers, places = {}, {}
-    try:
-        for name in SERVERS:
-            place = places[name] = os.path.join(workdir, name)
-            os.mkdir(place)
-            flags = audit_flags(place) if name == "metadata" else ["--enable-metrics=false"]
-            orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
-            orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-            status, data = orchd.request("POST", CONFIGMAPS,
-                                         dict(template, metadata={"name": "bench-get"}))
-            if status != 201:
-                raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
-        results = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
-                                    "audit")
-        at_once = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
-                                    "audit, loaded at once", at_once=True)
-    finally:
-        for orchd in servers.values():
-            orchd.stop()
-    summary = compare_servers(results, "metadata", "off")
-    # At once, each round's two runs saw the same machine: the median of the
-    # rounds' ratios is the figure.
-    side_by_side = compare_servers(at_once, "metadata", "off")
-    for verb in ("create", "get"):
-        rounds = summary[f"{verb}_at_once_rounds"] = side_by_side[f"{verb}_ratio_rounds"]
-        summary[f"{verb}_at_once_ratio"] = _median(rounds)
-    # Every answered request of the auditing server is one ResponseComplete line
-    # (the stop drains the writer's queue first).
-    summary["audit_lines"] = audit_lines(places["metadata"])
-    summary["requests"] = sum(r["requests"] for runs in (results, at_once)
+    ways, lines = {}, 0
+    for way, loading in WAYS:
+        servers, places = {}, {}
+        try:
+            for name in SERVERS:
+                place = places[name] = os.path.join(workdir, f"{way}-{name}")
+                os.mkdir(place)
+                flags = audit_flags(place) if name == "metadata" else ["--enable-metrics=false"]
+                orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
+                orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+                status, data = orchd.request("POST", CONFIGMAPS,
+                                             dict(template, metadata={"name": "bench-get"}))
+                if status != 201:
+                    raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
+            label = "audit" + {"at_once": ", loaded at once",
+                               "turns": ", taking turns"}.get(way, "")
+            ways[way] = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path, label,
+                                          **loading)
+        finally:
+            for orchd in servers.values():
+                orchd.stop()
+        # Every answered request of the auditing server is one ResponseComplete
+        # line (the stop drains the writer's queue first).
+        lines += audit_lines(places["metadata"])
+    summary = compare_servers(ways["one_after"], "metadata", "off")
+    # At once, and taking turns, each round's two runs saw the same machine:
+    # the median of the rounds' ratios is the figure.
+    for way in ("at_once", "turns"):
+        compared = compare_servers(ways[way], "metadata", "off")
+        for verb in ("create", "get"):
+            rounds = summary[f"{verb}_{way}_rounds"] = compared[f"{verb}_ratio_rounds"]
+            summary[f"{verb}_{way}_ratio"] = _median(rounds)
+    summary["audit_lines"] = lines
+    summary["requests"] = sum(r["requests"] for runs in ways.values()
                               for verb in ("create", "get") for r in runs[f"{verb}-metadata"])
     report["audit"] = summary
 
@@ -112,5 +126,8 @@ def print_audit(report):
               + (f"; errors {errors}" if errors else ""))
         print(f"         loaded at once: ratio {_r(a[f'{verb}_at_once_ratio'])} (median of rounds "
               f"{', '.join(_r(r) for r in a[f'{verb}_at_once_rounds'])})")
+        print(f"         taking turns every {TURN * 1000:.0f} ms: ratio "
+              f"{_r(a[f'{verb}_turns_ratio'])} (median of rounds "
+              f"{', '.join(_r(r) for r in a[f'{verb}_turns_rounds'])})")
     print(f"       audit file: {a['audit_lines']} events for {a['requests']} measured "
           f"requests (plus setup)")

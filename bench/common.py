@@ -11,6 +11,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import socket
 import ssl
 import statistics
@@ -317,20 +318,35 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def create_get_rounds(servers, args, collection, get_path, body_path, label, at_once=False):
+#: Seconds each server runs alone in its turn (L{create_get_rounds}' C{turns}).
+TURN = 0.1
+#: A server is settled once it uses under this share of a core (L{_settle}).
+IDLE = 0.05
+
+
+def create_get_rounds(servers, args, collection, get_path, body_path, label, at_once=False,
+                      turns=False):
     """
     create@16 (unique names) and GET@16 of C{get_path} on each of C{servers}
     (name -> Orchd) for C{--secs} each over C{--rounds}, each verb on the
     servers one after the other, their order alternating:
     C{{"<verb>-<name>": [runs]}}, each run with orchd's CPU time per request
-    (C{cpu_us}).
+    (C{cpu_us}). Before each verb's runs, the servers are left to finish
+    what the last runs started (L{_settle}: compactions after the creates,
+    collections), so that it lands in no one's measure.
 
     With C{at_once}, each verb's load runs on every server at the same
     moment instead (the servers sharing core 0, the loads on core 1): a
     machine whose speed drifts from one moment to the next then slows them
-    alike, and the ratio of a round holds steady; it is the stricter
-    comparison, as each server finds the core's caches as the other left
-    them.
+    alike, and the ratio of a round holds steady. Each server also finds
+    the core's caches as the other left them, every few milliseconds, so
+    the server that reaches more memory pays for refilling them more often
+    than it would running alone.
+
+    With C{turns}, the loads run at the same moment too, but the servers
+    take turns on the core: each runs alone for L{TURN} seconds while the
+    others are stopped (C{SIGSTOP}, C{SIGCONT}). Each is measured as it
+    runs by itself, and the machine's drift, over seconds, meets them alike.
     """
     results = {}
     verbs = (("create", collection, "POST", body_path), ("get", get_path, "GET", None))
@@ -339,13 +355,33 @@ def create_get_rounds(servers, args, collection, get_path, body_path, label, at_
         order = list(servers.items())
         if round_number % 2:
             order.reverse()
+        pids = [orchd.process.pid for _, orchd in order]
         for verb, path, method, body in verbs:
             loads = [functools.partial(_measured_load, orchd, orchd.url + path, args.secs, method,
                                        body) for _, orchd in order]
-            runs = _all_at_once(loads) if at_once else [load() for load in loads]
+            _settle(pids)
+            if turns:
+                runs = _taking_turns(loads, pids)
+            elif at_once:
+                runs = _all_at_once(loads)
+            else:
+                runs = [load() for load in loads]
             for (name, _), run in zip(order, runs):
                 results.setdefault(f"{verb}-{name}", []).append(run)
     return results
+
+
+def _settle(pids, window=0.5, most=20.0):
+    """
+    Wait until each of the processes C{pids} has used under L{IDLE} of a
+    core over C{window} seconds, or C{most} seconds have passed.
+    """
+    deadline = time.monotonic() + most
+    while time.monotonic() < deadline:
+        before = [cpu_seconds(pid) for pid in pids]
+        time.sleep(window)
+        if all(cpu_seconds(pid) - b < IDLE * window for pid, b in zip(pids, before)):
+            return
 
 
 def _measured_load(orchd, url, secs, method, body):
@@ -361,6 +397,29 @@ def _all_at_once(calls):
     """Each of C{calls} on a thread of its own, at once: their results, in order."""
     with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
         return list(pool.map(lambda call: call(), calls))
+
+
+def _taking_turns(calls, pids):
+    """
+    L{_all_at_once}, the processes C{pids} running one at a time, the first
+    first, each for L{TURN} seconds, until every call has returned; every
+    process is continued whatever happens.
+    """
+    for pid in pids[1:]:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
+            futures = [pool.submit(call) for call in calls]
+            running = 0
+            while not all(f.done() for f in futures):
+                time.sleep(TURN)
+                os.kill(pids[running], signal.SIGSTOP)
+                running = (running + 1) % len(pids)
+                os.kill(pids[running], signal.SIGCONT)
+            return [f.result() for f in futures]
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 def compare_servers(results, mine, base):
