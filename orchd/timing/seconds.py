@@ -34,7 +34,18 @@ def second_text(render):
 
 #: The text of each number below a thousand, three digits wide.
 _DIGITS = tuple(f"{n:03d}" for n in range(1000))
-_utc_second = second_text(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
+
+
+def utc_seconds():
+    """
+    A new L{second_text} of a MicroTime's head (C{2021-04-09T07:50:08.}).
+    It keeps its last second, so a thread other than the reactor's that
+    formats times has its own.
+    """
+    return second_text(lambda second: time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second)))
+
+
+_utc_second = utc_seconds()
 
 
 def micro_time(seconds):
@@ -50,14 +61,16 @@ def micro_time(seconds):
     return f"{_utc_second(second)}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z"
 
 
-def micro_times(first, then):
+def micro_times(first, then, utc_second=_utc_second):
     """
     L{micro_time} of two times, as an audit event's two timestamps: the
     second's text is looked up once when they fall in the same second.
+
+    @param utc_second: the L{utc_seconds} to use; the reactor's by default.
     """
     second, micro = divmod(floor(first * 1e6 + 0.5), 1000000)
     second_then, micro_then = divmod(floor(then * 1e6 + 0.5), 1000000)
-    text = _utc_second(second)
-    text_then = text if second_then == second else _utc_second(second_then)
+    text = utc_second(second)
+    text_then = text if second_then == second else utc_second(second_then)
     return (f"{text}{_DIGITS[micro // 1000]}{_DIGITS[micro % 1000]}Z",
             f"{text_then}{_DIGITS[micro_then // 1000]}{_DIGITS[micro_then % 1000]}Z")

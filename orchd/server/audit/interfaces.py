@@ -23,9 +23,13 @@ class IAuditSink(Interface):
 class IAuditLineSink(IAuditSink):
     """
     A sink that writes each event as its JSON line
-    (L{orchd.server.audit.record.encode_event}): it also takes lines the
-    auditor has made (L{orchd.server.audit.lines.EventLines}).
+    (L{orchd.server.audit.record.encode_event}): it also takes events as a
+    template of their shape and the values to fill in
+    (L{orchd.server.audit.lines}).
     """
 
-    def write_line(line):
-        """Take one event's line (bytes, newline included). Must not block nor raise."""
+    def write_filled(template, audit_id, received, stamp):
+        """
+        Take one event: its line is L{orchd.server.audit.lines.fill} of
+        these. Must not block nor raise.
+        """

@@ -6,9 +6,12 @@ Most events of a busy server repeat one another but for their audit ID and
 two timestamps: the same user asks for the same URI from the same address,
 is allowed by the same rule and answered with the same code. For a sink
 that takes JSON lines (the log file), L{EventLines} keeps the line of each
-such shape as a template, cut at those three values, and makes the next
-event of the shape by filling them in: building the event's dict and
-encoding it, the rest of the work, is done once per shape.
+such shape as a template, cut at those three values, and the next event of
+the shape is that template and the three values: building the event's dict
+and encoding it, the rest of the work, is done once per shape. The sink
+fills them in (L{fill}) where it writes, off the reactor: all it is handed
+already lives on, as the template's text, and the values (two numbers and
+the request's text of its audit ID) are made the line's text in a batch.
 
 A template is made by encoding the event the usual way
 (L{orchd.server.audit.record.AuditRecord.event_of}) with placeholders for
@@ -44,10 +47,10 @@ class EventLines:
         #: {shape: (the user's dict, head, after the ID, between the times, tail)}
         self._templates = {}
 
-    def line(self, record, request, stage, code, now):
+    def template(self, record, request, stage, code):
         """
-        The event's line (bytes, newline included), or None if the event is
-        not one of a shape (see the module).
+        The template of the event's shape, for L{fill}, or None if the event
+        is not one of a shape (see the module).
         """
         if (record.status is not None or record.decision.bodies or record.impersonated is not None
                 or record.object_meta is not None or record.annotations is not None):
@@ -66,22 +69,15 @@ class EventLines:
                id(shared), record.answer)
         template = self._templates.get(key)
         if template is None:
-            template = self._template(record, request, stage, code, shared)
+            template = self._make(record, request, stage, code, shared)
             if template is None:
                 return None
             if len(self._templates) >= self._size:
                 self._templates.clear()
             self._templates[key] = template
-        _, head, middle, between, tail = template
-        audit_id = request.audit_id
-        if not audit_id.isprintable() or '"' in audit_id or "\\" in audit_id:
-            # A client's audit ID may hold what JSON escapes; printable
-            # text without quotes or backslashes it writes as it is.
-            audit_id = orjson.dumps(audit_id).decode()[1:-1]
-        received, stamp = micro_times(request.received, now)
-        return f"{head}{audit_id}{middle}{received}{between}{stamp}{tail}".encode()
+        return template
 
-    def _template(self, record, request, stage, code, kept):
+    def _make(self, record, request, stage, code, kept):
         """The event's line cut at the placeholders; None if they are not each found once."""
         ids, received, stamp = self._placeholders
         line = encode_event(record.event_of(request, stage, code, ids, received, stamp)).decode()
@@ -93,3 +89,20 @@ class EventLines:
             parts.append(head)
         # The values' quotes stay in the template.
         return (kept, parts[0] + '"', '"' + parts[1] + '"', '"' + parts[2] + '"', '"' + line)
+
+
+def fill(template, audit_id, received, stamp, utc_second):
+    """
+    The line (bytes, newline included) of an event of C{template}'s shape
+    with its audit ID and its two timestamps (seconds since the epoch),
+    formatted with C{utc_second} (the calling thread's
+    L{orchd.timing.seconds.utc_seconds}): byte for byte the line of the
+    event's dict.
+    """
+    _, head, middle, between, tail = template
+    if not audit_id.isprintable() or '"' in audit_id or "\\" in audit_id:
+        # A client's audit ID may hold what JSON escapes; printable
+        # text without quotes or backslashes it writes as it is.
+        audit_id = orjson.dumps(audit_id).decode()[1:-1]
+    received, stamp = micro_times(received, stamp, utc_second)
+    return f"{head}{audit_id}{middle}{received}{between}{stamp}{tail}".encode()

@@ -1,27 +1,26 @@
 # -*- test-case-name: tests.server.audit.test_logbackend -*-
 """
-The audit log file: lines gathered on the reactor, written by one thread.
+The audit log file: events gathered on the reactor, written by one thread.
 
 L{LogBackend.write} encodes the event (orjson, or upstream's legacy
-one-line text) and appends the line to one growing buffer (in the JSON
-format the auditor may hand it the line itself, L{LogBackend.write_line});
-every L{FLUSH_INTERVAL} the reactor hands what has gathered to the writer
-thread, which writes and flushes it and rotates the file as upstream's
-lumberjack does (L{RotatingFile}).
+one-line text) at once, with the event still in the processor's cache, so
+that the line is what the event said when it was emitted; in the JSON
+format the auditor hands it most events as their shape's template and the
+values to fill in (L{LogBackend.write_filled}, L{orchd.server.audit.lines}),
+and those lines are made by the writer thread, in a batch, warm. Every
+L{FLUSH_INTERVAL} the reactor hands what has gathered to the writer thread,
+which makes and writes the lines, flushes them and rotates the file as
+upstream's lumberjack does (L{RotatingFile}).
 
-Encoding at once costs the reactor about a microsecond, with the event
-still in the processor's cache, and makes the line what the event said
-when it was emitted. Lines go into one buffer rather than a queue of their
-own: thousands of lines held a fifth of a second, then freed together, make
-the allocator return the memory and fault it back in for the next ones, at
-several microseconds a request. An event with request or response bodies is
-the exception: decoding those can take long, so it is handed over as it is
-and encoded by the writer. Handing over a few times a second rather than per
-event keeps the writer from taking the interpreter's lock from the reactor
-once per request. Past L{DEFAULT_BUFFER} events not yet written the event is
-dropped and counted, as upstream's batch mode does past its buffer: the API
-never waits for the disk. A clean stop writes everything gathered before the
-service has stopped.
+What gathers is one list, four entries an event (a template and its
+values, or no template and a line), not an object per event. An event with
+request or response bodies is handed over as it is and encoded by the
+writer: decoding those can take long. Handing over a few times a second
+rather than per event keeps the writer from taking the interpreter's lock
+from the reactor once per request. Past L{DEFAULT_BUFFER} events not yet
+written the event is dropped and counted, as upstream's batch mode does
+past its buffer: the API never waits for the disk. A clean stop writes
+everything gathered before the service has stopped.
 """
 
 import calendar
@@ -40,7 +39,9 @@ from twisted.logger import Logger
 from zope.interface import alsoProvides, implementer
 
 from orchd.server.audit.interfaces import IAuditLineSink, IAuditSink
+from orchd.server.audit.lines import fill
 from orchd.server.audit.record import encode_event
+from orchd.timing.seconds import utc_seconds
 
 JSON, LEGACY = "json", "legacy"
 FORMATS = (JSON, LEGACY)
@@ -202,8 +203,8 @@ class _Stdout:
 @implementer(IAuditSink)
 class LogBackend(Service):
     """
-    The C{--audit-log-*} backend; in the JSON format it takes lines too
-    (L{IAuditLineSink}).
+    The C{--audit-log-*} backend; in the JSON format it takes events as
+    templates and values too (L{IAuditLineSink}).
 
     @ivar dropped: events dropped because the queue was full.
     """
@@ -220,11 +221,12 @@ class LogBackend(Service):
             alsoProvides(self, IAuditLineSink)
         self._buffer_size = buffer_size
         self._now = now
-        #: Lines gathered since the last hand-over (the reactor's alone).
-        self._lines = bytearray()
+        #: Events gathered since the last hand-over (the reactor's alone), four
+        #: entries each: a template and its values, or None and a line.
+        self._gathered = []
         #: The hand-over's timer, while lines are gathering.
         self._timer = None
-        #: Handed to the writer: C{(lines, events)}, or C{(event dict, 1)} for bodies.
+        #: Handed to the writer: C{(gathered, events)}, or C{(event dict, 1)} for bodies.
         self._handed = collections.deque()
         #: Events taken (counted by the reactor alone), and when last handed over.
         self._accepted = self._handed_upto = 0
@@ -234,6 +236,8 @@ class LogBackend(Service):
         self._stopping = False
         self._thread = None
         self._stopped = None
+        #: The writer thread's text of the second (L{utc_seconds}).
+        self._utc_second = utc_seconds()
         self.dropped = 0
         self.write_errors = 0
 
@@ -265,12 +269,13 @@ class LogBackend(Service):
             self.write_errors += 1
             self.log.error("Audit log: cannot encode an event: {error}", error=e)
             return
-        self.write_line(line)
+        # No template: the line itself.
+        self.write_filled(None, line, None, None)
 
-    def write_line(self, line):
+    def write_filled(self, template, audit_id, received, stamp):
         if self._full():
             return
-        self._lines += line
+        self._gathered += (template, audit_id, received, stamp)
         self._accepted += 1
         if self._timer is None:
             self._timer = self.reactor.callLater(FLUSH_INTERVAL, self._hand_over)
@@ -287,21 +292,39 @@ class LogBackend(Service):
         timer, self._timer = self._timer, None
         if timer is not None and timer.active():
             timer.cancel()
-        if self._lines:
-            self._handed.append((self._lines, self._accepted - self._handed_upto))
-            self._lines = bytearray()
+        if self._gathered:
+            self._handed.append((self._gathered, self._accepted - self._handed_upto))
+            self._gathered = []
             self._handed_upto = self._accepted
         self._wake.set()
+
+    def _lines(self, gathered):
+        """On the writer thread: the lines of gathered events."""
+        utc_second, lines = self._utc_second, []
+        for template, value, received, stamp in zip(gathered[::4], gathered[1::4],
+                                                    gathered[2::4], gathered[3::4]):
+            if template is None:
+                lines.append(value)
+                continue
+            try:
+                lines.append(fill(template, value, received, stamp, utc_second))
+            except Exception as e:   # a bug: keep the other events
+                self._failed_late(e)
+        return b"".join(lines)
 
     def _encode_late(self, event):
         """On the writer thread: the line of an event queued with its bodies."""
         try:
             return self._encode(event)
         except Exception as e:   # a bug: keep the other events
-            self.write_errors += 1
-            self.reactor.callFromThread(
-                self.log.error, "Audit log: cannot encode an event: {error}", error=e)
+            self._failed_late(e)
             return b""
+
+    def _failed_late(self, error):
+        """On the writer thread: an event could not be made a line."""
+        self.write_errors += 1
+        self.reactor.callFromThread(
+            self.log.error, "Audit log: cannot encode an event: {error}", error=error)
 
     def _drop(self):
         self.dropped += 1
@@ -331,7 +354,7 @@ class LogBackend(Service):
             stopping = self._stopping
             while handed:
                 item, events = handed.popleft()
-                data = item if type(item) is bytearray else self._encode_late(item)
+                data = self._lines(item) if type(item) is list else self._encode_late(item)
                 try:
                     out.write(data)
                 except Exception as e:

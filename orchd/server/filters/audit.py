@@ -68,11 +68,11 @@ class Auditor:
         else:
             self._emit = self._emit_all
         #: With one sink that writes lines, events of a shape seen before
-        #: are given to it as their lines (L{EventLines}).
-        self._lines = self._write_line = None
+        #: are given to it as their templates and values (L{EventLines}).
+        self._lines = self._write_filled = None
         if len(self.sinks) == 1 and IAuditLineSink.providedBy(self.sinks[0]):
             self._lines = EventLines()
-            self._write_line = self.sinks[0].write_line
+            self._write_filled = self.sinks[0].write_filled
 
     def _emit_all(self, event):
         for sink in self.sinks:
@@ -103,16 +103,16 @@ class Auditor:
     def _stage(self, request, record, stage, code=None):
         """
         Emit the event of C{stage} unless the policy leaves it out: as its
-        line when the sink takes lines and the event is of a shape
-        (L{EventLines}), as most are.
+        template and values when the sink takes lines and the event is of a
+        shape (L{EventLines}), as most are.
         """
         if stage in record.decision.omit_stages:
             return
         now = self.now()
         if self._lines is not None:
-            line = self._lines.line(record, request, stage, code, now)
-            if line is not None:
-                self._write_line(line)
+            template = self._lines.template(record, request, stage, code)
+            if template is not None:
+                self._write_filled(template, request.audit_id, request.received, now)
                 return
         self._emit(record.event(request, stage, code, now))
 

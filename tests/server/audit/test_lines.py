@@ -9,13 +9,14 @@ from zope.interface.verify import verifyObject
 from orchd.auth.authz.always import AlwaysAllow
 from orchd.auth.user import UserInfo
 from orchd.server.audit.interfaces import IAuditLineSink, IAuditSink
-from orchd.server.audit.lines import EventLines
+from orchd.server.audit.lines import EventLines, fill
 from orchd.server.audit.logbackend import LEGACY, LogBackend
 from orchd.server.audit.memory import MemorySink
 from orchd.server.audit.policy import Policy
 from orchd.server.audit.record import AuditRecord, encode_event
 from orchd.server.filters.audit import Auditor
 from orchd.server.requestinfo import parse_request_info
+from orchd.timing.seconds import utc_seconds
 from tests.server.audit.test_record import DenySecrets
 from tests.support import ALICE, APIHarness
 
@@ -58,13 +59,13 @@ class EncodingSink:
 
 @implementer(IAuditLineSink)
 class LineSink(EncodingSink):
-    """Takes lines made from templates too, counting them."""
+    """Takes events as templates and values too, counting them."""
 
     made = 0
 
-    def write_line(self, line):
+    def write_filled(self, template, audit_id, received, stamp):
         self.made += 1
-        self.lines.append(line)
+        self.lines.append(fill(template, audit_id, received, stamp, utc_seconds()))
 
 
 class LinesTests(SynchronousTestCase):
@@ -118,6 +119,13 @@ class Request:
 
 
 class TemplateTests(SynchronousTestCase):
+    def line(self, lines, record, request, code=200, now=1_700_000_001.0):
+        """The event's line from its template, or None without one."""
+        template = lines.template(record, request, "ResponseComplete", code)
+        if template is None:
+            return None
+        return fill(template, request.audit_id, request.received, now, utc_seconds())
+
     def record(self):
         policy = Policy.from_document(METADATA)
         record = AuditRecord(policy.always or policy.decide(ALICE, None))
@@ -128,12 +136,12 @@ class TemplateTests(SynchronousTestCase):
         """Events of one shape share a template; a user of the same name is another shape."""
         lines = EventLines()
         record = self.record()
-        first = lines.line(record, Request(ALICE, "a"), "ResponseComplete", 200, 1_700_000_001.0)
-        second = lines.line(record, Request(ALICE, "b"), "ResponseComplete", 200, 1_700_000_002.0)
+        first = self.line(lines, record, Request(ALICE, "a"))
+        second = self.line(lines, record, Request(ALICE, "b"), now=1_700_000_002.0)
         self.assertEqual(len(lines._templates), 1)
         self.assertNotEqual(first, second)
         bob = UserInfo("bob", ("system:authenticated",))
-        third = lines.line(record, Request(bob, "a"), "ResponseComplete", 200, 1_700_000_001.0)
+        third = self.line(lines, record, Request(bob, "a"))
         self.assertEqual(len(lines._templates), 2)
         self.assertIn(b'"username":"bob"', third)
         self.assertEqual(third, encode_event(record.event(Request(bob, "a"), "ResponseComplete",
@@ -144,7 +152,7 @@ class TemplateTests(SynchronousTestCase):
         lines = EventLines(size=2)
         record = self.record()
         for code in (200, 201, 202):
-            lines.line(record, Request(ALICE), "ResponseComplete", code, 1_700_000_001.0)
+            self.line(lines, record, Request(ALICE), code)
         self.assertEqual(len(lines._templates), 1)
 
     def test_not_of_a_shape(self):
@@ -155,5 +163,5 @@ class TemplateTests(SynchronousTestCase):
                        lambda r: r.annotate("example.orch.io/x", "y")):
             record = self.record()
             change(record)
-            self.assertIsNone(lines.line(record, Request(ALICE), "ResponseComplete", 200, 1.0))
+            self.assertIsNone(self.line(lines, record, Request(ALICE)))
         self.assertEqual(lines._templates, {})

@@ -10,7 +10,7 @@ from twisted.trial.unittest import SynchronousTestCase, TestCase
 from zope.interface.verify import verifyObject
 
 from orchd.server.audit import logbackend
-from orchd.server.audit.interfaces import IAuditSink
+from orchd.server.audit.interfaces import IAuditLineSink, IAuditSink
 from orchd.server.audit.logbackend import LogBackend, RotatingFile, legacy_line
 from orchd.server.audit.record import Body
 
@@ -205,6 +205,30 @@ class BackendTests(TestCase):
             self.assertEqual([orjson.loads(line)["auditID"] for line in f], ["id-1", "id-4"])
         self.assertEqual(backend.write_errors, 2)
         self.assertEqual(len(self.flushLoggedErrors()), 0)
+
+    async def test_filled_by_the_writer(self):
+        """
+        Events handed as a template and values are made lines by the writer,
+        in order with the others; one that cannot be is counted and logged.
+        """
+        template = (None, '{"auditID":"', '","requestReceivedTimestamp":"', '","stageTimestamp":"',
+                    '"}\n')
+        backend, path = self.backend()
+        verifyObject(IAuditLineSink, backend)
+        backend.startService()
+        backend.write_filled(template, "id-1", T0, T0 + 0.0000015)
+        backend.write(event(2))
+        backend.write_filled(template[:2], "id-3", T0, T0)
+        backend.write_filled(template, 'id-"4"', T0, T0 + 1)
+        await backend.stopService()
+        with open(path, "rb") as f:
+            lines = [orjson.loads(line) for line in f]
+        self.assertEqual([line["auditID"] for line in lines], ["id-1", "id-2", 'id-"4"'])
+        self.assertEqual([(line["requestReceivedTimestamp"], line["stageTimestamp"])
+                          for line in lines[::2]],
+                         [("2021-04-09T07:50:08.250000Z", "2021-04-09T07:50:08.250002Z"),
+                          ("2021-04-09T07:50:08.250000Z", "2021-04-09T07:50:09.250000Z")])
+        self.assertEqual(backend.write_errors, 1)
 
     async def test_full_queue_drops_and_counts(self):
         """Past the buffer events are dropped and counted, never waited for."""
