@@ -23,6 +23,9 @@ from math import inf, isinf, isnan
 #: The content type of the exposition, as Prometheus and the orchlet write it.
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
+#: Seconds between two folds of the gathering histograms (L{Registry.fold}).
+FOLD_INTERVAL = 1.0
+
 STABLE = "STABLE"
 ALPHA = "ALPHA"
 
@@ -166,7 +169,25 @@ class Gauge(Counter):
         self.inc(key, -amount)
 
 
-class _HistogramChild:
+class _Buckets:
+    """What a histogram child's readers share: its total count and cumulative buckets."""
+
+    __slots__ = ()
+
+    @property
+    def count(self):
+        return sum(self.counts)
+
+    def cumulative(self):
+        """C{[(upper bound, observations at or below it)]}, C{+Inf} last."""
+        total, result = 0, []
+        for bound, count in zip(self.bounds + (inf,), self.counts):
+            total += count
+            result.append((bound, total))
+        return result
+
+
+class _HistogramChild(_Buckets):
     __slots__ = ("labels", "bounds", "counts", "sum")
 
     def __init__(self, labels, bounds):
@@ -182,17 +203,48 @@ class _HistogramChild:
         self.counts[0 if value <= bounds[0] else bisect_left(bounds, value)] += 1
         self.sum += value
 
-    @property
-    def count(self):
-        return sum(self.counts)
 
-    def cumulative(self):
-        """C{[(upper bound, observations at or below it)]}, C{+Inf} last."""
-        total, result = 0, []
-        for bound, count in zip(self.bounds + (inf,), self.counts):
-            total += count
-            result.append((bound, total))
-        return result
+class _GatheringChild(_Buckets):
+    """
+    A histogram child that gathers its observations in a list, counted into
+    its buckets when it is read or folded (L{fold}): C{observe} is the
+    list's own C{append}, so observing makes no Python call, and counting
+    runs in a loop of many. Only the reactor's thread observes and reads it.
+    """
+
+    __slots__ = ("labels", "bounds", "_counts", "_sum", "_gathered", "observe")
+
+    def __init__(self, labels, bounds):
+        self.labels = labels
+        self.bounds = bounds
+        self._counts = [0] * (len(bounds) + 1)
+        self._sum = 0.0
+        self._gathered = []
+        self.observe = self._gathered.append
+
+    def fold(self):
+        """Count what has gathered."""
+        gathered = self._gathered
+        if not gathered:
+            return
+        counts, bounds = self._counts, self.bounds
+        first, total = bounds[0], self._sum
+        for value in gathered:
+            counts[0 if value <= first else bisect_left(bounds, value)] += 1
+            total += value
+        self._sum = total
+        # Cleared in place: observe is bound to this list.
+        gathered.clear()
+
+    @property
+    def counts(self):
+        self.fold()
+        return self._counts
+
+    @property
+    def sum(self):
+        self.fold()
+        return self._sum
 
 
 class Histogram(_Family):
@@ -200,11 +252,14 @@ class Histogram(_Family):
     Observations counted into fixed buckets (upper bounds, C{le}), per label-value tuple.
 
     An observation equal to a bound counts in that bound's bucket, as Prometheus'.
+    A family of the request path may C{gather}: its children count their
+    observations when read, or when L{Registry.fold} folds them
+    (L{_GatheringChild}).
     """
 
     type = "histogram"
 
-    def __init__(self, name, help, labels=(), buckets=(), stability=ALPHA):
+    def __init__(self, name, help, labels=(), buckets=(), stability=ALPHA, gather=False):
         super().__init__(name, help, labels, stability)
         if "le" in self.labelnames:
             raise ValueError("a histogram cannot have a label named le")
@@ -212,18 +267,25 @@ class Histogram(_Family):
         if not bounds:
             raise ValueError(f"{name} needs buckets")
         self.bounds = bounds
+        self.gather = gather
+        self._child_type = _GatheringChild if gather else _HistogramChild
         self._les = [f'le="{format_value(b)}"' for b in bounds] + ['le="+Inf"']
 
     def _new_child(self, key):
-        return _HistogramChild(label_text(self.labelnames, key), self.bounds)
+        return self._child_type(label_text(self.labelnames, key), self.bounds)
 
     def observe(self, key, value):
         """Count C{value} for the label-value tuple C{key}."""
         child = self._children.get(key)
         if child is None:
             child = self.labels(*key)
-        child.counts[bisect_left(self.bounds, value)] += 1
-        child.sum += value
+        child.observe(value)
+
+    def fold(self):
+        """Count what each gathering child has gathered."""
+        if self.gather:
+            for child in list(self._children.values()):
+                child.fold()
 
     def child(self, *values):
         return self._children.get(tuple(values))
@@ -295,8 +357,17 @@ class Registry:
     def gauge(self, name, help, labels=(), stability=ALPHA):
         return self.register(Gauge(name, help, labels, stability))
 
-    def histogram(self, name, help, labels=(), buckets=(), stability=ALPHA):
-        return self.register(Histogram(name, help, labels, buckets, stability))
+    def histogram(self, name, help, labels=(), buckets=(), stability=ALPHA, gather=False):
+        return self.register(Histogram(name, help, labels, buckets, stability, gather))
+
+    def fold(self):
+        """
+        Count what the gathering histograms' children have gathered (every
+        L{FOLD_INTERVAL}: L{orchd.server.requestmetrics.APIServerMetrics.folding}).
+        """
+        for family in self._families.values():
+            if type(family) is Histogram:
+                family.fold()
 
     def callback(self, name, help, labels, collect, type="gauge", stability=ALPHA):
         return self.register(CallbackFamily(name, help, labels, collect, type, stability))

@@ -281,6 +281,8 @@ class ControlPlane(MultiService):
         )
         self.site = APISite(resource, reactor=reactor)
         Compactor(self.store, reactor, config.etcd_compaction_interval).setServiceParent(self)
+        if metrics is not None:
+            metrics.folding(reactor).setServiceParent(self)
         env = ControllerEnvironment(self.catalog, reactor, self.pki, config, authorizer)
         names = self.controller_names
         # The scheduler runs with the controllers, in the holder of their Lease.

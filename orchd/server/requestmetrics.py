@@ -13,16 +13,20 @@ C{dry_run} (C{All}, C{invalid} or empty) and C{code}.
 The server calls L{APIServerMetrics.classify} once a request's info is
 parsed and L{APIServerMetrics.record} when its handler is done (a watch or
 a stream, as upstream's, when it ends): one label tuple per request, then a
-counter and two histogram observations, each a dict lookup. Label values
+counter and two histogram observations, each a dict lookup. The request
+path's histograms (the two latencies, the store's and the certificates')
+gather their observations and count them in a batch (C{gather}, folded
+every L{orchd.api.metrics.FOLD_INTERVAL} and at scrape). Label values
 come only from the catalog's kinds (an unknown resource counts with empty
 group, version and resource), so no client can mint new series.
 """
 
 import time
 
+from twisted.application.internet import TimerService
 from twisted.logger import Logger
 
-from orchd.api.metrics import STABLE, Registry, exponential_buckets
+from orchd.api.metrics import FOLD_INTERVAL, STABLE, Registry, exponential_buckets
 from orchd.server.filters.limits import LONG_RUNNING_SUBRESOURCES
 from orchd.server.healthmetrics import HealthMetrics
 from orchd.server.processmetrics import register_process_metrics
@@ -199,13 +203,13 @@ class APIServerMetrics:
             "apiserver_request_duration_seconds",
             "Response latency distribution in seconds for each verb, dry run value, group, "
             "version, resource, subresource, scope and component.",
-            REQUEST_LABELS, REQUEST_BUCKETS, STABLE)
+            REQUEST_LABELS, REQUEST_BUCKETS, STABLE, gather=True)
         self.sli = registry.histogram(
             "apiserver_request_sli_duration_seconds",
             "Response latency distribution (not counting webhook duration and priority & "
             "fairness queue wait times) in seconds for each verb, group, version, resource, "
             "subresource, scope and component.",
-            SLI_LABELS, SLI_BUCKETS)
+            SLI_LABELS, SLI_BUCKETS, gather=True)
         self.longrunning = registry.gauge(
             "apiserver_longrunning_requests",
             "Gauge of all active long-running apiserver requests broken out by verb, group, "
@@ -221,14 +225,14 @@ class APIServerMetrics:
         self.cert_expiry = registry.histogram(
             "apiserver_client_certificate_expiration_seconds",
             "Distribution of the remaining lifetime on the certificate used to authenticate "
-            "a request.", (), CERT_EXPIRY_BUCKETS)
+            "a request.", (), CERT_EXPIRY_BUCKETS, gather=True)
         #: C{observe_certificate_lifetime(seconds)}: a request was authenticated
         #: by a client certificate with C{seconds} of its lifetime left.
         self.observe_certificate_lifetime = self.cert_expiry.labels().observe
         self.storage_latency = registry.histogram(
             "etcd_request_duration_seconds",
             "Etcd request latency in seconds for each operation and object type.",
-            ("operation", "type"), REQUEST_BUCKETS)
+            ("operation", "type"), REQUEST_BUCKETS, gather=True)
         self.batch_sizes = registry.histogram(
             "orchd_storage_group_commit_batch_size",
             "Writes made durable together by one synced LevelDB batch (group commit).",
@@ -281,6 +285,16 @@ class APIServerMetrics:
             "orchd_watch_cache_history_events",
             "Recent changes each resource's watch cache keeps to resume watches from.",
             ("resource",), history)
+
+    def folding(self, clock):
+        """
+        The service that folds the gathering histograms every
+        L{FOLD_INTERVAL}, so that each holds at most that long's
+        observations whether or not anyone scrapes.
+        """
+        service = TimerService(FOLD_INTERVAL, self.registry.fold)
+        service.clock = clock
+        return service
 
     # -- the per-request hook -------------------------------------------------
 

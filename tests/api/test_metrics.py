@@ -86,6 +86,29 @@ class HistogramTests(SynchronousTestCase):
         self.assertEqual(totals, {"wait_seconds_count": 5.0, "wait_seconds_sum": 11.15})
         self.assertEqual(histogram.child("get").count, 5)
 
+    def test_gathering_counts_alike(self):
+        """
+        A gathering histogram counts what it gathered when read, folded or
+        scraped: its exposition is the one of a histogram that counts at once.
+        """
+        registry, counting = Registry(), Registry()
+        gathering = registry.histogram("wait_seconds", "Wait.", ("op",), (0.1, 1, 5), gather=True)
+        at_once = counting.histogram("wait_seconds", "Wait.", ("op",), (0.1, 1, 5))
+        child = gathering.labels("get")
+        for value in (0.05, 0.1, 1, 3, 7):
+            child.observe(value)
+            at_once.observe(("get",), value)
+        gathering.observe(("put",), 0.5)
+        at_once.observe(("put",), 0.5)
+        self.assertEqual(child._counts, [0, 0, 0, 0])
+        self.assertEqual(registry.expose(), counting.expose())
+        self.assertEqual((child.count, child.sum), (5, 11.15))
+        child.observe(2)
+        self.assertEqual(child._sum, 11.15)
+        registry.fold()
+        self.assertEqual((child._sum, child._gathered), (13.15, []))
+        self.assertEqual(dict(child.cumulative())[5.0], 5)
+
     def test_le_label_refused(self):
         """A histogram may not have its own le label."""
         self.assertRaises(ValueError, Histogram, "h", "H.", ("le",), (1,))

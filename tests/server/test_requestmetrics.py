@@ -1,10 +1,12 @@
 """The API server's request metrics: upstream's label values, read after real requests."""
 
 import treq
+from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 from zope.interface import implementer
 
 from orchd.admission.interfaces import AdmissionAttributes, IAdmissionPlugin
+from orchd.api.metrics import FOLD_INTERVAL
 from orchd.server.filters.limits import InflightLimiter
 from orchd.server import requestmetrics
 from orchd.server.requestinfo import parse_request_info
@@ -234,6 +236,21 @@ class LabelFunctionTests(SynchronousTestCase):
         child = metrics.cert_expiry.child()
         self.assertEqual(dict(child.cumulative())[1800.0], 0)
         self.assertEqual(dict(child.cumulative())[3600.0], 1)
+
+    def test_folded_every_interval(self):
+        """The request path's histograms are counted every FOLD_INTERVAL, scraped or not."""
+        clock = Clock()
+        metrics = APIServerMetrics()
+        service = metrics.folding(clock)
+        service.startService()
+        self.addCleanup(service.stopService)
+        metrics.observe_certificate_lifetime(3000.0)
+        store = metrics.storage_latency.labels("get", "pods")
+        store.observe(0.001)
+        self.assertEqual(len(store._gathered), 1)
+        clock.advance(FOLD_INTERVAL)
+        self.assertEqual((store._gathered, store._counts[0]), ([], 1))
+        self.assertEqual(metrics.cert_expiry.child()._counts[2], 1)
 
 
 def _result(d):
