@@ -220,12 +220,17 @@ class BackendTests(TestCase):
         backend.write(event(2))
         backend.write_filled(template[:2], "id-3", T0, T0)
         backend.write_filled(template, 'id-"4"', T0, T0 + 1)
+        backend.write(event(5))
+        backend.write(event(6))
+        # Lines of events in a row share one buffer: five runs, four entries each.
+        self.assertEqual(len(backend._gathered), 20)
         await backend.stopService()
         with open(path, "rb") as f:
             lines = [orjson.loads(line) for line in f]
-        self.assertEqual([line["auditID"] for line in lines], ["id-1", "id-2", 'id-"4"'])
+        self.assertEqual([line["auditID"] for line in lines],
+                         ["id-1", "id-2", 'id-"4"', "id-5", "id-6"])
         self.assertEqual([(line["requestReceivedTimestamp"], line["stageTimestamp"])
-                          for line in lines[::2]],
+                          for line in (lines[0], lines[2])],
                          [("2021-04-09T07:50:08.250000Z", "2021-04-09T07:50:08.250002Z"),
                           ("2021-04-09T07:50:08.250000Z", "2021-04-09T07:50:09.250000Z")])
         self.assertEqual(backend.write_errors, 1)
