@@ -369,7 +369,8 @@ class APIServerMetrics:
                 counter = series.codes[code] = self.requests.labels(*series.key, str(code))
             counter.value += 1
             series.latency.observe(elapsed)
-            series.sli.observe(max(elapsed - timing.excluded, 0.0))
+            excluded = timing.excluded
+            series.sli.observe(max(elapsed - excluded, 0.0) if excluded else elapsed)
         except Exception:
             self.log.failure("Counting a request failed")
 

@@ -121,7 +121,8 @@ class Auditor:
         if self.policy is None:
             return
         record = self._record(request, info, user)
-        if record is not None:
+        # Most policies omit this stage: no call to learn it.
+        if record is not None and RECEIVED not in record.decision.omit_stages:
             self._stage(request, record, RECEIVED)
 
     def authentication_failed(self, request, info, status):
