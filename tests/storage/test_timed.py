@@ -74,6 +74,22 @@ class TimedStoreTests(SynchronousTestCase):
         self.assertTrue(failure.check(KeyExistsError))
         self.assertEqual(self.count("create", "pods"), 2)
 
+    def test_reads_of_a_known_path(self):
+        """Reads of a path seen before, answered at once, are each timed as the first is."""
+        now = self.now
+
+        class Advancing(MemoryStore):
+            def get(self, key):
+                now[0] += 0.5
+                return super().get(key)
+        store = TimedStore(Advancing(), self.histogram, lambda: [("/registry/pods/", "pods")],
+                           timer=lambda: now[0])
+        result(store.create(PODS + "a", b"1"))
+        found = [result(store.get(PODS + name)) for name in "aab"]
+        self.assertEqual([value is not None for value in found], [True, True, False])
+        child = self.histogram.child("get", "pods")
+        self.assertEqual((child.count, child.sum), (3, 1.5))
+
     def test_unknown_prefix(self):
         """A key outside the served kinds is labelled by its first segment."""
         result(self.store.get("/registry/leftovers/x"))
