@@ -12,7 +12,7 @@ import os
 import statistics
 import sys
 
-from common import TURN, Orchd, compare_servers, create_get_rounds
+from common import TURN, compare_servers, compared_server, create_get_rounds
 
 NAMESPACE = "bench-audit"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -64,12 +64,8 @@ def audit_cases(workdir, args, template, body_path, report):
                 place = places[name] = os.path.join(workdir, f"{way}-{name}")
                 os.mkdir(place)
                 flags = audit_flags(place) if name == "metadata" else ["--enable-metrics=false"]
-                orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
-                orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-                status, data = orchd.request("POST", CONFIGMAPS,
-                                             dict(template, metadata={"name": "bench-get"}))
-                if status != 201:
-                    raise SystemExit(f"audit setup failed: {status} {data[:200]!r}")
+                servers[name] = compared_server(place, flags, NAMESPACE, CONFIGMAPS, template,
+                                                "audit")
             label = "audit" + {"at_once": ", loaded at once",
                                "turns": ", taking turns"}.get(way, "")
             ways[way] = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path, label,

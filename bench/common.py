@@ -318,6 +318,26 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def compared_server(place, flags, namespace, collection, template, case):
+    """
+    One of the servers L{create_get_rounds} compares: orchd (C{--no-orchlet}
+    and C{flags}) in C{place}, holding C{namespace} and the object of
+    C{template} named C{bench-get} in C{collection}; stopped again if that
+    setup fails.
+    """
+    orchd = Orchd(place, "--no-orchlet", *flags)
+    try:
+        orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        status, data = orchd.request("POST", collection,
+                                     dict(template, metadata={"name": "bench-get"}))
+        if status != 201:
+            raise SystemExit(f"{case} setup failed: {status} {data[:200]!r}")
+    except BaseException:
+        orchd.stop()
+        raise
+    return orchd
+
+
 #: Seconds each server runs alone in its turn (L{create_get_rounds}' C{turns}).
 TURN = 0.1
 #: A server is settled once it uses under this share of a core (L{_settle}).

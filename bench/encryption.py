@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from common import Orchd, compare_servers, create_get_rounds
+from common import compare_servers, compared_server, create_get_rounds
 
 NAMESPACE = "bench-secrets"
 SECRETS = f"/api/v1/namespaces/{NAMESPACE}/secrets"
@@ -56,12 +56,8 @@ def encryption_cases(workdir, args, report):
             os.mkdir(place)
             flags = (["--encryption-provider-config", encryption_config(place)]
                      if name == "aesgcm" else [])
-            orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
-            orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-            status, data = orchd.request("POST", SECRETS,
-                                         dict(template, metadata={"name": "bench-get"}))
-            if status != 201:
-                raise SystemExit(f"encryption setup failed: {status} {data[:200]!r}")
+            servers[name] = compared_server(place, flags, NAMESPACE, SECRETS, template,
+                                            "encryption")
         results = create_get_rounds(servers, args, SECRETS, GET_PATH, body_path,
                                     "encryption")
     finally:

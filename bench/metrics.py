@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 
-from common import Orchd, compare_servers, create_get_rounds, fill
+from common import Orchd, compare_servers, compared_server, create_get_rounds, fill
 
 SCRAPE_NAMESPACE = "bench-scrape"
 NAMESPACE = "bench-metrics"
@@ -100,12 +100,8 @@ def overhead_case(workdir, args, template, body_path, report):
             place = os.path.join(workdir, name)
             os.mkdir(place)
             flags = ["--enable-metrics=false"] if name == "off" else []
-            orchd = servers[name] = Orchd(place, "--no-orchlet", *flags)
-            orchd.request("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-            status, data = orchd.request("POST", CONFIGMAPS,
-                                         dict(template, metadata={"name": "bench-get"}))
-            if status != 201:
-                raise SystemExit(f"metrics setup failed: {status} {data[:200]!r}")
+            servers[name] = compared_server(place, flags, NAMESPACE, CONFIGMAPS, template,
+                                            "metrics")
         results = create_get_rounds(servers, args, CONFIGMAPS, GET_PATH, body_path,
                                     "metrics")
     finally:
