@@ -10,7 +10,8 @@ values to fill in (L{LogBackend.write_filled}, L{orchd.server.audit.lines}),
 and those lines are made by the writer thread, in a batch, warm. Every
 L{FLUSH_INTERVAL} the reactor hands what has gathered to the writer thread,
 which makes and writes the lines, flushes them and rotates the file as
-upstream's lumberjack does (L{RotatingFile}).
+upstream's lumberjack does (L{RotatingFile}); sooner once L{BATCH} events
+(or half the buffer) have gathered.
 
 What gathers is one list, four entries an event (a template and its
 values), or a run of lines (no template and one growing buffer of the
@@ -19,9 +20,11 @@ thousands of objects held a fifth of a second, then freed together, make
 the allocator return the memory and fault it back in for the next ones, at
 several microseconds a request. An event with
 request or response bodies is handed over as it is and encoded by the
-writer: decoding those can take long. Handing over a few times a second
-rather than per event keeps the writer from taking the interpreter's lock
-from the reactor once per request. Past L{DEFAULT_BUFFER} events not yet
+writer: decoding those can take long. Handing over once a second rather
+than per event keeps the writer from taking the interpreter's lock from
+the reactor once per request: each hand-over wakes the writer, which then
+takes the lock and the core from the reactor (once a second rather than
+five times, GETs audited at Metadata level cost about 1% less CPU). Past L{DEFAULT_BUFFER} events not yet
 written the event is dropped and counted, as upstream's batch mode does
 past its buffer: the API never waits for the disk. A clean stop writes
 everything gathered before the service has stopped.
@@ -56,7 +59,11 @@ _DAY = 86400.0
 #: lumberjack's backup timestamp layout, C{2006-01-02T15-04-05.000}, in UTC.
 _STAMP = "%Y-%m-%dT%H-%M-%S"
 #: How often the writer thread writes what has gathered (seconds).
-FLUSH_INTERVAL = 0.2
+FLUSH_INTERVAL = 1.0
+#: Most events gathered before they are handed over, however soon: the
+#: writer makes a batch's lines holding the interpreter's lock (some 2 us a
+#: line), and the reactor waits for it.
+BATCH = 2000
 
 
 def legacy_line(event):
@@ -224,6 +231,9 @@ class LogBackend(Service):
         if fmt == JSON:
             alsoProvides(self, IAuditLineSink)
         self._buffer_size = buffer_size
+        #: Events gathered before a hand-over comes early: at most half the
+        #: buffer, so that a small one does not fill while they wait.
+        self._batch = max(1, min(BATCH, buffer_size // 2))
         self._now = now
         #: Events gathered since the last hand-over (the reactor's alone), four
         #: entries each: a template and its values, or None and the lines of
@@ -284,7 +294,9 @@ class LogBackend(Service):
             self._gathered += (None, run, None, None)
         run += line
         self._accepted += 1
-        if self._timer is None:
+        if self._accepted - self._handed_upto >= self._batch:
+            self._hand_over()
+        elif self._timer is None:
             self._timer = self.reactor.callLater(FLUSH_INTERVAL, self._hand_over)
 
     def write_filled(self, template, audit_id, received, stamp):
@@ -293,7 +305,9 @@ class LogBackend(Service):
         self._gathered += (template, audit_id, received, stamp)
         self._growing = None
         self._accepted += 1
-        if self._timer is None:
+        if self._accepted - self._handed_upto >= self._batch:
+            self._hand_over()
+        elif self._timer is None:
             self._timer = self.reactor.callLater(FLUSH_INTERVAL, self._hand_over)
 
     def _full(self):

@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import threading
 
 import orjson
 from twisted.internet import reactor
@@ -177,6 +178,22 @@ class BackendTests(TestCase):
         with open(path, "rb") as f:
             self.assertEqual(orjson.loads(f.read())["auditID"], "id-1")
 
+    async def test_batch_handed_over_early(self):
+        """Half the buffer gathered is handed to the writer at once, not at the interval."""
+        self.patch(logbackend, "FLUSH_INTERVAL", 60)
+        backend, path = self.backend(buffer_size=4)
+        backend.startService()
+        self.addCleanup(backend.stopService)
+        backend.write(event(1))
+        backend.write(event(2))
+        for _ in range(1000):       # up to ten seconds on a busy machine
+            await deferLater(reactor, 0.01)
+            with open(path, "rb") as f:
+                if f.read().count(b"\n") == 2:
+                    break
+        with open(path, "rb") as f:
+            self.assertEqual([orjson.loads(line)["auditID"] for line in f], ["id-1", "id-2"])
+
     async def test_event_read_when_written(self):
         """An event without bodies is read when written: later changes to its dict are not logged."""
         self.patch(logbackend, "FLUSH_INTERVAL", 60)    # the writer waits for the stop
@@ -236,13 +253,16 @@ class BackendTests(TestCase):
         self.assertEqual(backend.write_errors, 1)
 
     async def test_full_queue_drops_and_counts(self):
-        """Past the buffer events are dropped and counted, never waited for."""
-        self.patch(logbackend, "FLUSH_INTERVAL", 60)    # the writer waits for the stop
+        """Past the buffer events are dropped and counted, never waited for (a stalled disk)."""
         backend, path = self.backend(buffer_size=3)
+        released = threading.Event()
+        opened = backend._open
+        self.patch(backend, "_open", lambda: _Stalled(opened(), released))
         backend.startService()
         for n in range(5):
             backend.write(event(n))
         self.assertEqual(backend.dropped, 2)
+        released.set()
         await backend.stopService()
         with open(path, "rb") as f:
             self.assertEqual([orjson.loads(line)["auditID"] for line in f],
@@ -264,3 +284,21 @@ class BackendTests(TestCase):
         await backend.stopService()
         with open(path, "rb") as f:
             self.assertTrue(f.read().startswith(b"2021-04-09T07:50:08.1371Z AUDIT: id="))
+
+
+class _Stalled:
+    """A log file whose writes wait until C{released} is set: a stalled disk."""
+
+    def __init__(self, out, released):
+        self._out = out
+        self._released = released
+
+    def write(self, data):
+        self._released.wait()
+        self._out.write(data)
+
+    def flush(self):
+        self._out.flush()
+
+    def close(self):
+        self._out.close()
