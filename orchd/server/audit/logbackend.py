@@ -16,18 +16,19 @@ upstream's lumberjack does (L{RotatingFile}); sooner once L{BATCH} events
 What gathers is one list, four entries an event (a template and its
 values), or a run of lines (no template and one growing buffer of the
 lines of events in a row given as dicts): not an object per event, as
-thousands of objects held a fifth of a second, then freed together, make
-the allocator return the memory and fault it back in for the next ones, at
-several microseconds a request. An event with
-request or response bodies is handed over as it is and encoded by the
-writer: decoding those can take long. Handing over once a second rather
-than per event keeps the writer from taking the interpreter's lock from
-the reactor once per request: each hand-over wakes the writer, which then
-takes the lock and the core from the reactor (once a second rather than
-five times, GETs audited at Metadata level cost about 1% less CPU). Past L{DEFAULT_BUFFER} events not yet
-written the event is dropped and counted, as upstream's batch mode does
-past its buffer: the API never waits for the disk. A clean stop writes
-everything gathered before the service has stopped.
+thousands of objects held together, then freed together, make the
+allocator return the memory and fault it back in for the next ones, at
+several microseconds a request. An event with request or response bodies
+is handed over as it is and encoded by the writer: decoding those can
+take long. Handing over once a second rather than per event keeps the
+writer from taking the interpreter's lock from the reactor once per
+request: each hand-over wakes the writer, which then takes the lock and
+the core from the reactor (once a second rather than five times, GETs
+audited at Metadata level cost about 1% less CPU). Past
+L{DEFAULT_BUFFER} events not yet written the event is dropped and
+counted, as upstream's batch mode does past its buffer: the API never
+waits for the disk. A clean stop writes everything gathered before the
+service has stopped.
 """
 
 import calendar

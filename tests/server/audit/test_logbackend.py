@@ -256,6 +256,7 @@ class BackendTests(TestCase):
         """Past the buffer events are dropped and counted, never waited for (a stalled disk)."""
         backend, path = self.backend(buffer_size=3)
         released = threading.Event()
+        self.addCleanup(released.set)
         opened = backend._open
         self.patch(backend, "_open", lambda: _Stalled(opened(), released))
         backend.startService()
