@@ -294,17 +294,17 @@ class LogBackend(Service):
             run = self._growing = bytearray()
             self._gathered += (None, run, None, None)
         run += line
-        self._accepted += 1
-        if self._accepted - self._handed_upto >= self._batch:
-            self._hand_over()
-        elif self._timer is None:
-            self._timer = self.reactor.callLater(FLUSH_INTERVAL, self._hand_over)
+        self._taken()
 
     def write_filled(self, template, audit_id, received, stamp):
         if self._full():
             return
         self._gathered += (template, audit_id, received, stamp)
         self._growing = None
+        self._taken()
+
+    def _taken(self):
+        """Count an event taken; hand over once a batch has gathered, else arm the timer."""
         self._accepted += 1
         if self._accepted - self._handed_upto >= self._batch:
             self._hand_over()

@@ -186,11 +186,21 @@ class BackendTests(TestCase):
         self.addCleanup(backend.stopService)
         backend.write(event(1))
         backend.write(event(2))
-        for _ in range(1000):       # up to ten seconds on a busy machine
-            await deferLater(reactor, 0.01)
-            with open(path, "rb") as f:
-                if f.read().count(b"\n") == 2:
-                    break
+        await _lines_written(path, 2)
+        with open(path, "rb") as f:
+            self.assertEqual([orjson.loads(line)["auditID"] for line in f], ["id-1", "id-2"])
+
+    async def test_filled_batch_handed_over_early(self):
+        """Events given as templates and values are handed over early alike."""
+        self.patch(logbackend, "FLUSH_INTERVAL", 60)
+        template = (None, '{"auditID":"', '","requestReceivedTimestamp":"', '","stageTimestamp":"',
+                    '"}\n')
+        backend, path = self.backend(buffer_size=4)
+        backend.startService()
+        self.addCleanup(backend.stopService)
+        backend.write_filled(template, "id-1", T0, T0)
+        backend.write_filled(template, "id-2", T0, T0)
+        await _lines_written(path, 2)
         with open(path, "rb") as f:
             self.assertEqual([orjson.loads(line)["auditID"] for line in f], ["id-1", "id-2"])
 
@@ -303,3 +313,12 @@ class _Stalled:
 
     def close(self):
         self._out.close()
+
+
+async def _lines_written(path, count):
+    """Wait until C{path} holds C{count} lines, up to ten seconds on a busy machine."""
+    for _ in range(1000):
+        await deferLater(reactor, 0.01)
+        with open(path, "rb") as f:
+            if f.read().count(b"\n") >= count:
+                return
